@@ -1,0 +1,37 @@
+"""agentgym: Gymnasium-style environments for LLM agents.
+
+``import agentgym`` registers every env id with Gymnasium::
+
+    import gymnasium as gym
+    import agentgym
+
+    env = gym.make("Sokoban-v0")
+    obs, info = env.reset(options={"task_id": 0})
+"""
+
+from agentgym.core import (
+    InvalidAction,
+    TaskSplits,
+    TextEnv,
+    UnicodeText,
+    parse_action,
+)
+from agentgym.registry import EnvInfo, env_info, list_envs, register, register_families
+from agentgym.wrappers import ChatWrapper
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ChatWrapper",
+    "EnvInfo",
+    "InvalidAction",
+    "TaskSplits",
+    "TextEnv",
+    "UnicodeText",
+    "env_info",
+    "list_envs",
+    "parse_action",
+    "register",
+]
+
+register_families()

@@ -1,0 +1,300 @@
+"""The environment contract every single-agent text environment follows.
+
+An agentgym environment is a :class:`gymnasium.Env` whose action is the raw text an LLM
+produced and whose observation is text. :class:`TextEnv` implements the contract once:
+
+* ``reset(seed=..., options={"task_id": N})`` picks a task (by id, or drawn from a split)
+  and returns the first observation: the instruction, the action syntax and the state.
+* ``step(reply)`` extracts the command from the reply (:func:`parse_action`), executes it,
+  and never raises on any string: a command that cannot be parsed or executed yields an
+  observation saying why, reward 0 and ``info["invalid_action"] = True``.
+* The reward of a step is the change of the episode's score, so an episode's return is
+  its final ``info["score"]`` (in [0, 1]).
+* ``info`` always holds ``task_id``, ``split``, ``instruction``, ``action`` (the extracted
+  command), ``invalid_action``, ``success``, ``score`` and ``steps``, plus
+  ``available_actions`` where the action set is enumerable.
+
+A family subclasses :class:`TextEnv` and supplies the rules: ``_generate`` (set up a task),
+``_describe`` (the state as text), ``_execute`` (apply one command), ``action_syntax`` and
+``oracle_action``.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import random
+import re
+import string
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import gymnasium as gym
+from gymnasium import spaces
+
+Split = Literal["train", "dev", "test"]
+SPLIT_NAMES: tuple[Split, ...] = ("train", "dev", "test")
+
+#: Characters ``UnicodeText.sample`` draws from; ``contains`` admits any character.
+SAMPLE_CHARSET = string.printable + "éüßñøçå—–…“”‘’€£¥°±×÷中文字日本語한국어абвгдеΩπλ🙂"
+
+
+class UnicodeText(spaces.Text):
+    """A text space that contains every unicode string up to ``max_length`` characters.
+
+    Gymnasium's :class:`~gymnasium.spaces.Text` only contains strings over its charset;
+    LLM replies and observations hold any character, so ``contains`` checks only the type
+    and length. ``sample`` draws from :data:`SAMPLE_CHARSET` (printable ASCII, whitespace
+    and some non-Latin characters).
+    """
+
+    def __init__(self, max_length: int, *, min_length: int = 0, seed: int | None = None):
+        super().__init__(max_length, min_length=min_length, charset=SAMPLE_CHARSET, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+    def __repr__(self) -> str:
+        return f"UnicodeText({self.min_length}, {self.max_length})"
+
+
+@dataclass(frozen=True)
+class TaskSplits:
+    """How many tasks each split holds; task ids are global and contiguous.
+
+    Train ids come first, then dev, then test: with ``TaskSplits(100, 10, 10)`` the train
+    ids are 0..99, dev 100..109 and test 110..119.
+    """
+
+    train: int
+    dev: int
+    test: int
+
+    @property
+    def total(self) -> int:
+        return self.train + self.dev + self.test
+
+    def counts(self) -> dict[str, int]:
+        return {"train": self.train, "dev": self.dev, "test": self.test}
+
+    def ids(self, split: Split) -> range:
+        """The task ids of ``split``."""
+        start = 0
+        for name in SPLIT_NAMES:
+            count = getattr(self, name)
+            if name == split:
+                return range(start, start + count)
+            start += count
+        raise ValueError(f"unknown split {split!r}; expected one of {SPLIT_NAMES}")
+
+    def split_of(self, task_id: int) -> Split:
+        """The split that holds ``task_id``."""
+        if not 0 <= task_id < self.total:
+            raise ValueError(f"task_id {task_id} is outside 0..{self.total - 1}")
+        if task_id < self.train:
+            return "train"
+        return "dev" if task_id < self.train + self.dev else "test"
+
+    def bucket(self, content_key: str) -> Split:
+        """Assign task *content* to a split by a stable hash, in proportion to the counts.
+
+        Generators whose task space is small (a 4x4 lake has few maps) draw candidates
+        until ``bucket(key) == split_of(task_id)``, so that no train task equals a test
+        task even when two ids produce the same content.
+        """
+        digest = hashlib.blake2b(content_key.encode(), digest_size=8).digest()
+        point = int.from_bytes(digest, "big") / 2**64 * self.total
+        if point < self.train:
+            return "train"
+        return "dev" if point < self.train + self.dev else "test"
+
+
+class InvalidAction(Exception):
+    """Raised by ``TextEnv._execute`` when a command cannot be parsed or executed.
+
+    The message tells the agent what was wrong; ``step`` turns it into an observation.
+    """
+
+
+_ACTION_LINE = re.compile(r"^[ \t>*_#`-]*action[*_`]*[ \t]*:(.*)$", re.IGNORECASE | re.MULTILINE)
+_THINK_END = "</think>"
+_WRAPPING = " \t\r\n`*\"'"
+
+
+def parse_action(reply: str) -> str:
+    """Extract the command from an LLM reply.
+
+    Reasoning before a closing ``</think>`` is dropped. If a line starts with ``Action:``
+    (also ``**Action:**``, ``> action:`` and the like), the text after the last such line's
+    colon is the command; otherwise the whole reply is. Surrounding whitespace, quotes,
+    backticks and asterisks are stripped.
+
+    >>> parse_action("I should go up.\\nAction: up")
+    'up'
+    >>> parse_action("  `left` ")
+    'left'
+    """
+    end_of_thought = reply.rfind(_THINK_END)
+    if end_of_thought >= 0:
+        reply = reply[end_of_thought + len(_THINK_END) :]
+    last = None
+    for last in _ACTION_LINE.finditer(reply):
+        pass
+    command = last.group(1) if last is not None else reply
+    return command.strip(_WRAPPING)
+
+
+def quote(text: str, limit: int = 80) -> str:
+    """A short, printable quotation of untrusted text for feedback messages."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+class TextEnv(gym.Env[str, str], abc.ABC):
+    """Base class of agentgym's text environments (see the module docstring).
+
+    Subclasses set ``splits`` and implement ``_generate``, ``_describe``, ``_execute``,
+    ``action_syntax`` and ``oracle_action``. They keep ``self.score`` (in [0, 1]),
+    ``self.success`` and ``self.terminated`` up to date; the base class resets those
+    three before ``_generate``.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    splits: ClassVar[TaskSplits]
+    #: Upper bound on observation length, used by the observation space.
+    max_observation_chars: ClassVar[int] = 200_000
+    #: Upper bound on reply length in the action space; longer replies are still handled.
+    max_action_chars: ClassVar[int] = 65_536
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
+        self.render_mode = render_mode
+        self.action_space = UnicodeText(self.max_action_chars)
+        self.observation_space = UnicodeText(self.max_observation_chars)
+        self.task_id: int | None = None
+        self.split: Split = "train"
+        self.instruction = ""
+        self.score = 0.0
+        self.success = False
+        self.terminated = False
+        self.steps = 0
+
+    # ---- what a family implements -------------------------------------------------
+
+    @property
+    @abc.abstractmethod
+    def action_syntax(self) -> str:
+        """How to act: the commands and their syntax, shown in the first observation."""
+
+    @abc.abstractmethod
+    def _generate(self, task_id: int) -> str:
+        """Set up task ``task_id`` deterministically and return its instruction."""
+
+    @abc.abstractmethod
+    def _describe(self) -> str:
+        """The current state as text."""
+
+    @abc.abstractmethod
+    def _execute(self, command: str) -> str:
+        """Apply ``command`` and return feedback; raise :class:`InvalidAction` if it is bad."""
+
+    @abc.abstractmethod
+    def oracle_action(self) -> str:
+        """The command a scripted solver plays from the current state."""
+
+    def available_actions(self) -> list[str] | None:
+        """The legal commands now, or ``None`` where the action set is not enumerable."""
+        return None
+
+    def extract_action(self, reply: str) -> str:
+        """The command inside an LLM reply; override for families with other syntax."""
+        return parse_action(reply)
+
+    # ---- helpers for families -------------------------------------------------------
+
+    def task_rng(self, task_id: int, *salt: object) -> random.Random:
+        """A generator seeded from the class, ``task_id`` and ``salt`` (e.g. the config).
+
+        Stable across processes and Python versions, so a task id always yields the
+        same task for the same configuration.
+        """
+        key = "|".join(map(str, (type(self).__name__, task_id, *salt)))
+        return random.Random(key)
+
+    # ---- the Gymnasium API ----------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start an episode.
+
+        ``options={"task_id": N}`` plays task N; ``options={"split": "test"}`` draws a
+        task of that split with the env's seeded generator; with neither, a train task
+        is drawn. Returns the first observation (instruction, action syntax, state).
+        """
+        super().reset(seed=seed)
+        self.task_id = self._choose_task(options or {})
+        self.split = self.splits.split_of(self.task_id)
+        self.score, self.success, self.terminated, self.steps = 0.0, False, False, 0
+        self.instruction = self._generate(self.task_id)
+        observation = f"{self.instruction}\n\n{self.action_syntax}\n\n{self._describe()}"
+        return observation, self._info(command="", invalid=False)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Play one reply; see the module docstring for what comes back."""
+        if self.task_id is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        self.steps += 1
+        if self.terminated:
+            feedback = "The episode is over; call reset() to start a new one."
+            return feedback, 0.0, True, False, self._info(command="", invalid=True)
+        if not isinstance(action, str):
+            action = action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
+        command = self.extract_action(action)
+        score_before = self.score
+        try:
+            feedback = self._execute(command)
+            invalid = False
+        except InvalidAction as error:
+            feedback = f"Invalid action {quote(command)}: {error}"
+            invalid = True
+        observation = f"{feedback}\n\n{self._describe()}"
+        reward = float(self.score - score_before)
+        return observation, reward, self.terminated, False, self._info(command, invalid)
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi" and self.task_id is not None:
+            return self._describe()
+        return None
+
+    # ---- internals --------------------------------------------------------------------
+
+    def _choose_task(self, options: dict[str, Any]) -> int:
+        unknown = set(options) - {"task_id", "split"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; use 'task_id' or 'split'")
+        if options.get("task_id") is not None:
+            task_id = options["task_id"]
+            if isinstance(task_id, bool) or not isinstance(task_id, int):
+                raise TypeError(f"task_id must be an int, got {task_id!r}")
+            self.splits.split_of(task_id)  # raises ValueError when out of range
+            return task_id
+        ids = self.splits.ids(options.get("split", "train"))
+        return ids[int(self.np_random.integers(len(ids)))]
+
+    def _info(self, command: str, invalid: bool) -> dict[str, Any]:
+        assert self.task_id is not None
+        info: dict[str, Any] = {
+            "task_id": self.task_id,
+            "split": self.split,
+            "instruction": self.instruction,
+            "action": command,
+            "invalid_action": invalid,
+            "success": self.success,
+            "score": self.score,
+            "steps": self.steps,
+        }
+        actions = self.available_actions()
+        if actions is not None:
+            info["available_actions"] = actions
+        return info

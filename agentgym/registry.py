@@ -1,0 +1,102 @@
+"""One registry: every agentgym id is a Gymnasium registration plus metadata.
+
+Families call :func:`register` from their package ``__init__`` with a string entry point,
+so registering loads no engine, catalog or browser; the env's module is imported only by
+``gym.make``. :func:`register_families` imports each family package under
+``agentgym.environments`` (done once by ``import agentgym``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from agentgym.core import TaskSplits
+
+
+@dataclass(frozen=True)
+class EnvInfo:
+    """What ``agentgym.list_envs()`` tells about one env id."""
+
+    id: str
+    family: str
+    entry_point: str
+    description: str
+    splits: TaskSplits
+    max_episode_steps: int
+    #: ``"text"`` for ``str`` observations, ``"text+screenshot"`` for dicts with both.
+    observation: str = "text"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view (splits as counts)."""
+        data = asdict(self)
+        data["splits"] = self.splits.counts()
+        return data
+
+
+_ENVS: dict[str, EnvInfo] = {}
+
+
+def register(
+    env_id: str,
+    *,
+    entry_point: str,
+    family: str,
+    description: str,
+    splits: TaskSplits,
+    max_episode_steps: int,
+    observation: str = "text",
+    kwargs: dict[str, Any] | None = None,
+) -> None:
+    """Register ``env_id`` with Gymnasium (``gym.make`` works) and record its metadata."""
+    info = EnvInfo(
+        id=env_id,
+        family=family,
+        entry_point=entry_point,
+        description=description,
+        splits=splits,
+        max_episode_steps=max_episode_steps,
+        observation=observation,
+        kwargs=dict(kwargs or {}),
+    )
+    gym.register(
+        id=env_id,
+        entry_point=entry_point,
+        max_episode_steps=max_episode_steps,
+        kwargs=dict(info.kwargs),
+    )
+    _ENVS[env_id] = info
+
+
+def register_families() -> None:
+    """Import every family package under ``agentgym.environments`` so it registers."""
+    import agentgym.environments as families
+
+    for module in pkgutil.iter_modules(families.__path__):
+        if module.ispkg:
+            importlib.import_module(f"{families.__name__}.{module.name}")
+
+
+def list_envs(family: str | None = None) -> list[EnvInfo]:
+    """Every registered agentgym env (optionally of one family), sorted by id."""
+    return sorted(
+        (info for info in _ENVS.values() if family is None or info.family == family),
+        key=lambda info: info.id,
+    )
+
+
+def env_info(env_id: str) -> EnvInfo:
+    """Metadata of one registered id (``agentgym:`` prefix allowed).
+
+    An unknown id raises ``KeyError`` listing the known ones.
+    """
+    env_id = env_id.removeprefix("agentgym:")
+    try:
+        return _ENVS[env_id]
+    except KeyError:
+        raise KeyError(f"unknown env id {env_id!r}; known ids: {', '.join(sorted(_ENVS))}") from None
