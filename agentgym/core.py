@@ -14,6 +14,10 @@ produced and whose observation is text. :class:`TextEnv` implements the contract
   command), ``invalid_action``, ``success``, ``score`` and ``steps``, plus
   ``available_actions`` where the action set is enumerable.
 
+``metadata["inline_safe"] = True`` declares that ``reset`` and ``step`` are pure Python,
+never block on I/O and take at most milliseconds, so that a runner may call them on its
+event loop instead of a thread.
+
 A family subclasses :class:`TextEnv` and supplies the rules: ``_generate`` (set up a task),
 ``_describe`` (the state as text), ``_execute`` (apply one command), ``action_syntax`` and
 ``oracle_action``.
@@ -127,7 +131,7 @@ def parse_action(reply: str) -> str:
     Reasoning before a closing ``</think>`` is dropped. If a line starts with ``Action:``
     (also ``**Action:**``, ``> action:`` and the like), the text after the last such line's
     colon is the command; otherwise the whole reply is. Surrounding whitespace, quotes,
-    backticks and asterisks are stripped.
+    backticks and asterisks are stripped, and so is a final full stop or exclamation mark.
 
     >>> parse_action("I should go up.\\nAction: up")
     'up'
@@ -141,7 +145,12 @@ def parse_action(reply: str) -> str:
     for last in _ACTION_LINE.finditer(reply):
         pass
     command = last.group(1) if last is not None else reply
-    return command.strip(_WRAPPING)
+    return command.strip(_WRAPPING).rstrip(".!").strip(_WRAPPING)
+
+
+def observation_text(observation: Any) -> str:
+    """The text of an observation: the ``str`` itself, or the ``"text"`` entry of a dict."""
+    return observation["text"] if isinstance(observation, dict) else str(observation)
 
 
 def quote(text: str, limit: int = 80) -> str:
@@ -158,7 +167,7 @@ class TextEnv(gym.Env[str, str], abc.ABC):
     three before ``_generate``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     splits: ClassVar[TaskSplits]
     #: Upper bound on observation length, used by the observation space.
     max_observation_chars: ClassVar[int] = 200_000
@@ -205,6 +214,17 @@ class TextEnv(gym.Env[str, str], abc.ABC):
     def available_actions(self) -> list[str] | None:
         """The legal commands now, or ``None`` where the action set is not enumerable."""
         return None
+
+    def random_action(self, rng: random.Random) -> str:
+        """A uniformly random legal command (the "random" baseline).
+
+        Uses ``rng``, not the env's generator, so that a baseline never changes the
+        episode's own randomness. Families without enumerable actions override this.
+        """
+        actions = self.available_actions()
+        if not actions:
+            raise NotImplementedError(f"{type(self).__name__} has no enumerable actions to sample")
+        return rng.choice(actions)
 
     def extract_action(self, reply: str) -> str:
         """The command inside an LLM reply; override for families with other syntax."""

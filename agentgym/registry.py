@@ -39,6 +39,10 @@ class EnvInfo:
         return data
 
 
+class UnknownEnvError(KeyError):
+    """An env id that is not registered."""
+
+
 _ENVS: dict[str, EnvInfo] = {}
 
 
@@ -73,6 +77,12 @@ def register(
     _ENVS[env_id] = info
 
 
+def unregister(env_id: str) -> None:
+    """Remove an id registered with :func:`register` (from Gymnasium's registry too)."""
+    del _ENVS[env_id]
+    gym.registry.pop(env_id, None)
+
+
 def register_families() -> None:
     """Import every family package under ``agentgym.environments`` so it registers."""
     import agentgym.environments as families
@@ -93,10 +103,10 @@ def list_envs(family: str | None = None) -> list[EnvInfo]:
 def env_info(env_id: str) -> EnvInfo:
     """Metadata of one registered id (``agentgym:`` prefix allowed).
 
-    An unknown id raises ``KeyError`` listing the known ones.
+    An unknown id raises :class:`UnknownEnvError` (a ``KeyError``) listing the known ones.
     """
     env_id = env_id.removeprefix("agentgym:")
     try:
         return _ENVS[env_id]
     except KeyError:
-        raise KeyError(f"unknown env id {env_id!r}; known ids: {', '.join(sorted(_ENVS))}") from None
+        raise UnknownEnvError(f"unknown env id {env_id!r}; known ids: {', '.join(sorted(_ENVS))}") from None

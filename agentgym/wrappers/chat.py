@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from agentgym.core import UnicodeText
+from agentgym.core import UnicodeText, observation_text
 
 Message = dict[str, str]
 
@@ -18,14 +18,31 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
+class MessagesSpace(spaces.Sequence):
+    """Chat messages (``{"role", "content"}`` dicts) as a list, the shape chat APIs take.
+
+    Gymnasium's :class:`~gymnasium.spaces.Sequence` only contains tuples.
+    """
+
+    def __init__(self, max_length: int = 1_000_000) -> None:
+        text = UnicodeText(max_length)
+        super().__init__(spaces.Dict({"role": text, "content": text}))
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, (list, tuple)) and all(self.feature_space.contains(item) for item in x)
+
+
 class ChatWrapper(gym.Wrapper[list[Message], str, str, str]):
     """Turn an episode into chat messages: system prompt, observations, replies.
+
+    Observations become user turns (their ``"text"`` for dict observations).
 
     ``reset`` and ``step`` return as observation the messages to send to the model next:
     the system prompt, the first observation (it holds the task), and the later turns as
     (assistant reply, user observation) pairs. With ``history_window=K`` only the last K
     pairs are kept; the system prompt and the first observation always stay. The whole
-    conversation, never windowed, is ``transcript``.
+    conversation, never windowed, is ``transcript``. The message dicts are shared between
+    the lists returned and ``transcript``: copy before mutating one.
 
     Example::
 
@@ -47,30 +64,29 @@ class ChatWrapper(gym.Wrapper[list[Message], str, str, str]):
         self.system_prompt = system_prompt
         self.history_window = history_window
         self.transcript: list[Message] = []
-        text = UnicodeText(env.observation_space.max_length)  # type: ignore[attr-defined]
-        self.observation_space = spaces.Sequence(spaces.Dict({"role": text, "content": text}))
+        self.observation_space = MessagesSpace()
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[list[Message], dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
         self.transcript = [] if self.system_prompt is None else [_message("system", self.system_prompt)]
-        self.transcript.append(_message("user", observation))
+        self.transcript.append(_message("user", observation_text(observation)))
         return self.messages(), info
 
     def step(self, action: str) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)
         self.transcript.append(_message("assistant", action))
-        self.transcript.append(_message("user", observation))
+        self.transcript.append(_message("user", observation_text(observation)))
         return self.messages(), reward, terminated, truncated, info
 
     def messages(self) -> list[Message]:
         """The prompt for the next reply: the transcript cut to the history window."""
+        if self.history_window is None:
+            return list(self.transcript)
         head = 2 if self.system_prompt is not None else 1
-        turns = self.transcript[head:]
-        if self.history_window is not None:
-            turns = turns[len(turns) - 2 * self.history_window :] if self.history_window else []
-        return [dict(message) for message in self.transcript[:head] + turns]
+        kept = min(2 * self.history_window, len(self.transcript) - head)
+        return self.transcript[:head] + self.transcript[len(self.transcript) - kept :]
 
 
 def _message(role: str, content: str) -> Message:

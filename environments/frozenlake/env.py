@@ -37,6 +37,8 @@ SLIPS = {name: (ACTIONS[(i - 1) % 4], name, ACTIONS[(i + 1) % 4]) for i, name in
 class FrozenLakeEnv(TextEnv):
     """FrozenLake with text observations; see the module docstring for the rules."""
 
+    # Pure-Python and fast: runners may call it on their event loop.
+    metadata = {**TextEnv.metadata, "inline_safe": True}
     splits = SPLITS
 
     def __init__(
@@ -85,7 +87,7 @@ class FrozenLakeEnv(TextEnv):
                 break
         self.grid = grid
         self.position = (0, 0)
-        self.__dict__.pop("_policy", None)
+        self.__dict__.pop("_solution", None)
         return (
             f"You are on a frozen lake of {self.size}x{self.size} cells, at the start in the top-left "
             "corner. Reach the goal G in the bottom-right corner without stepping into a hole H."
@@ -126,13 +128,19 @@ class FrozenLakeEnv(TextEnv):
         return list(ACTIONS)
 
     def oracle_action(self) -> str:
-        return self._policy[self.position]
+        # Only terminal cells (goal, holes) have no entry; any move will do there.
+        return self._solution[0].get(self.position, ACTIONS[0])
+
+    def success_probability(self) -> float:
+        """The probability that the oracle reaches the goal from the start (no step limit)."""
+        return self._solution[1][(0, 0)]
 
     @cached_property
-    def _policy(self) -> dict[tuple[int, int], str]:
+    def _solution(self) -> tuple[dict[tuple[int, int], str], dict[tuple[int, int], float]]:
         if self.is_slippery:
             return _max_success_policy(self.grid)
-        return _shortest_path_policy(self.grid)
+        policy = _shortest_path_policy(self.grid)
+        return policy, {cell: 1.0 for cell in policy}
 
 
 def _neighbour(position: tuple[int, int], action: str, size: int) -> tuple[int, int]:
@@ -168,8 +176,14 @@ def _shortest_path_policy(grid: list[str]) -> dict[tuple[int, int], str]:
     return policy
 
 
-def _max_success_policy(grid: list[str], sweeps: int = 1000, tolerance: float = 1e-10) -> dict[tuple[int, int], str]:
-    """Value iteration on the slippery lake: the action maximising P(reach goal) per cell."""
+def _max_success_policy(
+    grid: list[str], sweeps: int = 1000, tolerance: float = 1e-10
+) -> tuple[dict[tuple[int, int], str], dict[tuple[int, int], float]]:
+    """Value iteration on the slippery lake.
+
+    Returns the action maximising P(reach goal) for every safe cell, and that
+    probability for every cell (1 at the goal, 0 in holes).
+    """
     size = len(grid)
     cells = [(r, c) for r in range(size) for c in range(size) if grid[r][c] in "SF"]
     value = {(r, c): 1.0 if grid[r][c] == "G" else 0.0 for r in range(size) for c in range(size)}
@@ -185,4 +199,5 @@ def _max_success_policy(grid: list[str], sweeps: int = 1000, tolerance: float = 
             value[cell] = best
         if change < tolerance:
             break
-    return {cell: max(ACTIONS, key=lambda action: action_value(cell, action)) for cell in cells}
+    policy = {cell: max(ACTIONS, key=lambda action: action_value(cell, action)) for cell in cells}
+    return policy, value

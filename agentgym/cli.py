@@ -1,0 +1,260 @@
+"""The ``agentgym`` command line: list, info, play, demo."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import gymnasium as gym
+
+from agentgym.core import observation_text
+from agentgym.baselines import BASELINES, run_baselines, summarize
+from agentgym.registry import UnknownEnvError, env_info, list_envs
+from agentgym.table import format_table
+from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
+
+
+def _list(args: argparse.Namespace) -> int:
+    envs = list_envs(args.family)
+    if args.json:
+        print(json.dumps([info.to_dict() for info in envs], indent=2))
+        return 0
+    rows = [
+        (
+            info.id,
+            info.family,
+            info.observation,
+            info.max_episode_steps,
+            info.splits.train,
+            info.splits.dev,
+            info.splits.test,
+            info.description,
+        )
+        for info in envs
+    ]
+    headers = ("id", "family", "obs", "max steps", "train", "dev", "test", "description")
+    print(format_table(headers, rows))
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    info = env_info(args.env_id)
+    env = gym.make(info.id)
+    try:
+        observation, _ = env.reset(options={"task_id": info.splits.ids("test")[0]})
+        details = info.to_dict() | {
+            "action_space": repr(env.action_space),
+            "observation_space": repr(env.observation_space),
+        }
+    finally:
+        env.close()
+    if args.json:
+        print(json.dumps(details, indent=2))
+        return 0
+    for key, value in details.items():
+        print(f"{key}: {value}")
+    print("\nFirst observation of the first test task:\n")
+    print(observation_text(observation))
+    return 0
+
+
+def _play(args: argparse.Namespace) -> int:
+    env = gym.make(env_info(args.env_id).id)
+    options = {"task_id": args.task_id} if args.task_id is not None else {"split": args.split}
+    observation, info = env.reset(seed=args.seed, options=options)
+    print(f"Task {info['task_id']} ({info['split']}). Type a command; ':hint' asks the oracle, ':quit' stops.\n")
+    print(observation_text(observation))
+    try:
+        while True:
+            try:
+                line = input("\n> ")
+            except EOFError:
+                print()
+                return 0
+            if line.strip() == ":quit":
+                return 0
+            if line.strip() == ":hint":
+                print(f"oracle: {env.unwrapped.oracle_action()}")
+                continue
+            observation, reward, terminated, truncated, info = env.step(line)
+            print(f"\n{observation_text(observation)}")
+            print(
+                f"\n[reward {reward:+.3f}  score {info['score']:.3f}  steps {info['steps']}"
+                f"  terminated {terminated}  truncated {truncated}]"
+            )
+            if terminated or truncated:
+                print("Success!" if info["success"] else "Episode over.")
+                return 0
+    finally:
+        env.close()
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from tqdm import tqdm
+
+    from agentgym.leaderboard import collect, format_terminal
+    from agentgym.policies import make_policy, parse_spec
+    from agentgym.runner import EvalItem, run_eval
+    from agentgym.suites import load_suite
+
+    if bool(args.env) == bool(args.suite):
+        raise UsageError("give --env ID (repeatable) or --suite NAME, not both")
+    if args.suite:
+        suite = load_suite(args.suite)
+        items, suite_name = suite.items, suite.name
+        if args.max_turns is not None:
+            items = [dataclasses.replace(item, max_turns=args.max_turns) for item in items]
+    else:
+        items = [
+            EvalItem(env_info(env_id).id, args.episodes, args.split, args.max_turns) for env_id in args.env
+        ]
+        suite_name = None
+    backend, model, _ = parse_spec(args.policy)
+    policy = make_policy(args.policy, **_policy_options(args, backend))
+    out = Path(args.out or Path("results") / _slug(f"{suite_name or '+'.join(args.env)}-{policy.name}"))
+    system_prompt = Path(args.system_prompt_file).read_text() if args.system_prompt_file else DEFAULT_SYSTEM_PROMPT
+    bar = tqdm(unit="episode", disable=args.no_progress, dynamic_ncols=True)
+
+    def on_plan(total: int, done: int) -> None:
+        bar.reset(total=total)
+        bar.update(done)
+
+    async def main() -> object:
+        try:
+            return await run_eval(
+                args.policy, policy, items, out,
+                seed=args.seed, concurrency=args.concurrency, system_prompt=system_prompt,
+                history_window=args.history_window, env_timeout_s=args.env_timeout,
+                retry_errors=args.retry_errors, suite=suite_name,
+                on_plan=on_plan, on_episode=lambda record: bar.update(1),
+            )
+        finally:
+            await policy.aclose()
+
+    try:
+        stats = asyncio.run(main())
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"\nInterrupted. Finished episodes are in {out}; run the same command again to resume.")
+        return 130
+    bar.close()
+    print(
+        f"\n{out}: played {stats.played} episodes ({stats.errored} errored), {stats.steps} steps "
+        f"in {stats.wall_s:.1f} s; {stats.skipped} were already done."
+    )
+    print(format_terminal(collect([out])))
+    return 0
+
+
+def _policy_options(args: argparse.Namespace, backend: str) -> dict[str, object]:
+    """The sampling and connection flags that apply to an LLM backend."""
+    if backend == "openai":
+        options = {"temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens,
+                   "api_key_env": args.api_key_env, "concurrency": args.concurrency}
+    elif backend == "hf":
+        options = {"temperature": args.temperature, "top_p": args.top_p, "max_new_tokens": args.max_tokens}
+    else:
+        return {}
+    return {key: value for key, value in options.items() if value is not None}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("_")[:120]
+
+
+def _demo(args: argparse.Namespace) -> int:
+    env_ids = args.env or [info.id for info in list_envs()]
+    print(f"Playing {args.episodes} {args.split} tasks per env with the {' and '.join(BASELINES)} baselines...")
+    rows = summarize(run_baselines(env_ids, args.episodes, args.split))
+    table = [
+        (
+            row["env"],
+            row["policy"],
+            row["episodes"],
+            f"{row['success_rate']:.1%}",
+            f"{row['mean_score']:.3f}",
+            f"{row['mean_steps']:.1f}",
+        )
+        for row in rows
+    ]
+    print(format_table(("env", "policy", "episodes", "success", "mean score", "mean steps"), table))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``agentgym`` command."""
+    parser = argparse.ArgumentParser(prog="agentgym", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    listing = commands.add_parser("list", help="table of the registered environments")
+    listing.add_argument("--family", help="only this family")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.set_defaults(run=_list)
+
+    info = commands.add_parser("info", help="metadata and first observation of one environment")
+    info.add_argument("env_id")
+    info.add_argument("--json", action="store_true", help="print JSON (no observation)")
+    info.set_defaults(run=_info)
+
+    play = commands.add_parser("play", help="play an environment in the terminal")
+    play.add_argument("env_id")
+    play.add_argument("--task-id", type=int, help="task to play (default: drawn from --split)")
+    play.add_argument("--split", default="train", choices=("train", "dev", "test"))
+    play.add_argument("--seed", type=int, help="seed for the task draw and the env's randomness")
+    play.set_defaults(run=_play)
+
+    evaluate = commands.add_parser("eval", help="evaluate a policy on envs or a suite; resumable")
+    evaluate.add_argument("--env", action="append", help="env id (repeatable)")
+    evaluate.add_argument("--suite", help="suite name (quick, full) or path to a suite .yaml")
+    evaluate.add_argument("--policy", default="oracle", help="oracle, random, openai:MODEL[@URL] or hf:PATH")
+    evaluate.add_argument("--split", default="test", choices=("train", "dev", "test"), help="with --env")
+    evaluate.add_argument("--episodes", type=int, default=10, help="episodes per env (with --env)")
+    evaluate.add_argument("--max-turns", type=int, help="turn limit (default: each env's own)")
+    evaluate.add_argument("--concurrency", type=int, default=64, help="episodes in flight")
+    evaluate.add_argument("--out", help="results folder (default: results/<envs or suite>-<policy>)")
+    evaluate.add_argument("--seed", type=int, default=0, help="run seed; episode seeds derive from it")
+    evaluate.add_argument("--retry-errors", action="store_true", help="play errored episodes again")
+    evaluate.add_argument("--history-window", type=int, help="keep only the last K turns in the prompt")
+    evaluate.add_argument("--system-prompt-file", help="file with the system prompt")
+    evaluate.add_argument("--env-timeout", type=float, default=120.0, help="seconds an env call may take")
+    evaluate.add_argument("--temperature", type=float, help="sampling temperature (LLM policies)")
+    evaluate.add_argument("--top-p", type=float, help="nucleus sampling (LLM policies)")
+    evaluate.add_argument("--max-tokens", type=int, help="reply length limit (LLM policies)")
+    evaluate.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key")
+    evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
+    evaluate.set_defaults(run=_eval)
+
+    demo = commands.add_parser("demo", help="play the oracle and random baselines and print their scores")
+    demo.add_argument("--env", action="append", help="env id (repeatable; default: all)")
+    demo.add_argument("--episodes", type=int, default=20, help="tasks per env and baseline")
+    demo.add_argument("--split", default="test", choices=("train", "dev", "test"))
+    demo.set_defaults(run=_demo)
+    return parser
+
+
+class UsageError(ValueError):
+    """A command line that asks for something impossible."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``agentgym`` command."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except UnknownEnvError as error:
+        print(f"agentgym: {error.args[0]}", file=sys.stderr)
+        return 2
+    except ValueError as error:  # bad flags, suites, policy specs, a --out holding another run
+        print(f"agentgym: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""Sokoban: push every box onto a target in a small walled room (RAGEN style)."""
+
+from agentgym.core import TaskSplits
+from agentgym.registry import register
+
+SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)
+
+register(
+    "Sokoban-v0",
+    entry_point="agentgym.environments.sokoban.env:SokobanEnv",
+    family="sokoban",
+    description="RAGEN-style Sokoban: 6x6 room, 1 box; solver-verified generated levels",
+    splits=SPLITS,
+    max_episode_steps=100,
+)
+
+register(
+    "Sokoban-2Boxes-v0",
+    entry_point="agentgym.environments.sokoban.env:SokobanEnv",
+    family="sokoban",
+    description="Harder Sokoban: 8x8 room, 2 boxes; solver-verified generated levels",
+    splits=SPLITS,
+    max_episode_steps=200,
+    kwargs={"dim_room": (8, 8), "num_boxes": 2},
+)

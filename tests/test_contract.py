@@ -1,0 +1,207 @@
+"""The environment contract (DESIGN.md), checked on every registered id."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import agentgym
+from agentgym.baselines import play_episode
+from agentgym.core import TextEnv
+
+ENV_IDS = [info.id for info in agentgym.list_envs()]
+ORACLE_TASKS = 200
+REQUIRED_INFO = {"task_id", "split", "instruction", "action", "invalid_action", "success", "score", "steps"}
+
+
+def spread_task_ids(env_id: str, count: int) -> list[int]:
+    """``count`` task ids: half from test, a quarter each from dev and train."""
+    splits = agentgym.env_info(env_id).splits
+    quarter = count // 4
+    return (
+        list(splits.ids("test")[: count - 2 * quarter])
+        + list(splits.ids("dev")[:quarter])
+        + list(splits.ids("train")[:quarter])
+    )
+
+
+def test_families_are_registered() -> None:
+    families = {info.family for info in agentgym.list_envs()}
+    assert {"sokoban", "frozenlake", "maze", "wordle"} <= families
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_gymnasium_check_env(env_id: str) -> None:
+    check_env(gym.make(env_id).unwrapped)
+    check_env(gym.make(env_id, render_mode="ansi").unwrapped)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_metadata_matches_env(env_id: str) -> None:
+    info = agentgym.env_info(env_id)
+    env = gym.make(env_id)
+    assert isinstance(env.unwrapped, TextEnv)
+    assert env.unwrapped.splits == info.splits
+    assert env.spec.max_episode_steps == info.max_episode_steps
+    assert all(count > 0 for count in info.splits.counts().values())
+    json.dumps(info.to_dict())
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_first_observation_explains_task_and_syntax(env_id: str) -> None:
+    env = gym.make(env_id)
+    observation, info = env.reset(options={"task_id": 0})
+    assert isinstance(observation, str)
+    assert info["instruction"] and info["instruction"] in observation
+    assert env.unwrapped.action_syntax in observation
+    assert REQUIRED_INFO <= info.keys()
+    assert info["task_id"] == 0 and info["split"] == "train"
+
+
+def random_trajectory(env_id: str, task_id: int, seed: int, steps: int, **kwargs: object) -> list:
+    """A trajectory of legal-or-garbage replies chosen by a seeded generator."""
+    env = gym.make(env_id, **kwargs)
+    rng = random.Random(seed)
+    trajectory = [env.reset(seed=seed, options={"task_id": task_id})]
+    for _ in range(steps):
+        base = env.unwrapped
+        reply = rng.choice([base.random_action(rng), base.oracle_action(), "garbage", "Action: " + base.oracle_action()])
+        transition = env.step(reply)
+        trajectory.append(transition)
+        if transition[2] or transition[3]:
+            break
+    return trajectory
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_same_task_and_actions_give_same_trajectory(env_id: str) -> None:
+    for task_id in (0, 7, agentgym.env_info(env_id).splits.ids("test")[3]):
+        first = random_trajectory(env_id, task_id, seed=task_id, steps=30)
+        assert first == random_trajectory(env_id, task_id, seed=task_id, steps=30)
+    # Tasks differ (Wordle's first observations are alike by design: the word is hidden).
+    assert random_trajectory(env_id, 0, 0, 3) != random_trajectory(env_id, 1, 0, 3)
+
+
+def test_slippery_frozenlake_is_deterministic_per_seed() -> None:
+    trajectories = [random_trajectory("FrozenLake-v0", 5, seed, 40, is_slippery=True) for seed in (1, 1, 2)]
+    assert trajectories[0] == trajectories[1]
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_oracle_solves_tasks(env_id: str) -> None:
+    env = gym.make(env_id)
+    results = [play_episode(env, "oracle", task_id, seed=task_id) for task_id in spread_task_ids(env_id, ORACLE_TASKS)]
+    failures = [result.task_id for result in results if not result.success]
+    assert not failures, f"oracle failed on tasks {failures[:10]}"
+    for result in results:
+        assert result.score == 1.0
+        assert math.isclose(result.total_reward, result.score, abs_tol=1e-9)
+
+
+def test_slippery_frozenlake_oracle_matches_optimal_success_rate() -> None:
+    """The optimal policy's empirical success rate agrees with value iteration's prediction."""
+    env = gym.make("FrozenLake-v0", is_slippery=True)
+    task_ids = spread_task_ids("FrozenLake-v0", ORACLE_TASKS)
+    successes, predicted = [], []
+    for task_id in task_ids:
+        successes.append(play_episode(env, "oracle", task_id, seed=task_id).success)
+        predicted.append(env.unwrapped.success_probability())
+    rate, expected = sum(successes) / len(task_ids), sum(predicted) / len(task_ids)
+    standard_error = math.sqrt(expected * (1 - expected) / len(task_ids))
+    print(f"slippery FrozenLake: optimal policy success {rate:.3f} (value iteration predicts {expected:.3f})")
+    assert abs(rate - expected) < 4 * standard_error + 0.01
+    assert 0.5 < rate < 1.0
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_truncation_at_max_episode_steps(env_id: str) -> None:
+    env = gym.make(env_id)
+    env.reset(options={"task_id": 0})
+    limit = env.spec.max_episode_steps
+    for step in range(1, limit + 1):
+        observation, reward, terminated, truncated, info = env.step("this is not an action")
+        assert info["invalid_action"] and reward == 0.0 and not terminated
+        assert truncated == (step == limit)
+    assert {"success", "score"} <= info.keys() and info["success"] is False
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_observations_and_info_are_json_serialisable(env_id: str) -> None:
+    for observation, *rest in random_trajectory(env_id, 3, seed=3, steps=20):
+        info = rest[-1]
+        json.dumps({"observation": observation, "info": info, "rest": rest[:-1]})
+
+
+HOSTILE_REPLIES = st.one_of(
+    st.text(),
+    st.text(alphabet=st.characters(codec="utf-8")),
+    st.text(alphabet=st.characters(categories=["Cc", "Cf", "Zs", "Zl", "Zp"])),
+    st.builds(lambda text: f"Action: {text}", st.text()),
+    st.builds(lambda text: f"<think>{text}</think>\nAction: {text}", st.text()),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "\x00",
+            "\x00" * 1000,
+            "Action:",
+            "Action: \n",
+            "a" * 1_000_000,
+            "Action: " + "up " * 350_000,
+            "\n" * 1_000_000,
+            "<think>" * 100_000,
+            "\ud800\udfff",
+            "Ünïcödé 中文 🙂 \u202e\u200b",
+        ]
+    ),
+)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(replies=st.lists(HOSTILE_REPLIES, min_size=1, max_size=4))
+def test_step_never_raises_on_any_string(env_id: str, replies: list[str]) -> None:
+    env = gym.make(env_id)
+    env.reset(seed=0, options={"task_id": 1})
+    for reply in replies:
+        observation, reward, terminated, truncated, info = env.step(reply)
+        assert env.observation_space.contains(observation)
+        assert math.isfinite(reward) and REQUIRED_INFO <= info.keys()
+        assert 0.0 <= info["score"] <= 1.0
+        if info["invalid_action"]:
+            assert reward == 0.0
+        if terminated or truncated:
+            env.reset(seed=0, options={"task_id": 1})
+
+
+def test_make_with_module_prefix_in_fresh_interpreter() -> None:
+    """``gym.make("agentgym:<id>")`` imports agentgym itself; importing it loads no env module."""
+    code = (
+        "import sys, gymnasium as gym\n"
+        "env = gym.make('agentgym:Sokoban-v0')\n"
+        "obs, info = env.reset(options={'task_id': 0})\n"
+        "assert 'Sokoban' in type(env.unwrapped).__name__ and info['task_id'] == 0\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('agentgym.environments.') and m.endswith('.env'))\n"
+        "print(loaded)\n"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == "['agentgym.environments.sokoban.env']"
+
+
+def test_import_agentgym_loads_no_env_module() -> None:
+    code = (
+        "import sys, agentgym\n"
+        "assert len(agentgym.list_envs()) >= 4\n"
+        "print([m for m in sys.modules if m.startswith('agentgym.environments.') and m.count('.') > 2])\n"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == "[]"
