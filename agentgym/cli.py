@@ -1,4 +1,4 @@
-"""The ``agentgym`` command line: list, info, play, demo."""
+"""The ``agentgym`` command line: list, info, play, eval, leaderboard, serve-model."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from pathlib import Path
 import gymnasium as gym
 
 from agentgym.core import observation_text
-from agentgym.baselines import BASELINES, run_baselines, summarize
 from agentgym.registry import UnknownEnvError, env_info, list_envs
 from agentgym.table import format_table
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
@@ -95,13 +94,8 @@ def _play(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from tqdm import tqdm
-
     from agentgym.leaderboard import collect, format_terminal
-    from agentgym.policies import make_policy, parse_spec
-    from agentgym.runner import EvalItem, run_eval
+    from agentgym.runner import EvalItem
     from agentgym.suites import load_suite
 
     if bool(args.env) == bool(args.suite):
@@ -112,28 +106,49 @@ def _eval(args: argparse.Namespace) -> int:
         if args.max_turns is not None:
             items = [dataclasses.replace(item, max_turns=args.max_turns) for item in items]
     else:
-        items = [
-            EvalItem(env_info(env_id).id, args.episodes, args.split, args.max_turns) for env_id in args.env
-        ]
+        items = [EvalItem(env_info(env_id).id, args.episodes, args.split, args.max_turns) for env_id in args.env]
         suite_name = None
-    backend, model, _ = parse_spec(args.policy)
-    policy = make_policy(args.policy, **_policy_options(args, backend))
-    out = Path(args.out or Path("results") / _slug(f"{suite_name or '+'.join(args.env)}-{policy.name}"))
+    specs = args.policy or ["oracle"]
+    base = Path(args.out) if args.out else Path("results") / _slug(suite_name or "+".join(args.env))
+    folders = []
+    for spec in specs:
+        out = base if args.out and len(specs) == 1 else None
+        folder = _eval_policy(args, spec, items, suite_name, out, base)
+        if folder is None:
+            return 130
+        folders.append(folder)
+    print()
+    print(format_terminal(collect(folders)))
+    return 0
+
+
+def _eval_policy(
+    args: argparse.Namespace, spec: str, items: list, suite_name: str | None, out: Path | None, base: Path
+) -> Path | None:
+    """Evaluate one policy; returns its results folder, or ``None`` when interrupted."""
+    import asyncio
+
+    from tqdm import tqdm
+
+    from agentgym.policies import make_policy, parse_spec
+    from agentgym.runner import run_eval
+
+    policy = make_policy(spec, **_policy_options(args, parse_spec(spec)[0]))
+    out = out or base / _slug(policy.name)
     system_prompt = Path(args.system_prompt_file).read_text() if args.system_prompt_file else DEFAULT_SYSTEM_PROMPT
-    bar = tqdm(unit="episode", disable=args.no_progress, dynamic_ncols=True)
+    bars: list[tqdm] = []
 
     def on_plan(total: int, done: int) -> None:
-        bar.reset(total=total)
-        bar.update(done)
+        bars.append(tqdm(desc=policy.name, total=total, initial=done, unit="episode", disable=args.no_progress))
 
     async def main() -> object:
         try:
             return await run_eval(
-                args.policy, policy, items, out,
+                spec, policy, items, out,
                 seed=args.seed, concurrency=args.concurrency, system_prompt=system_prompt,
                 history_window=args.history_window, env_timeout_s=args.env_timeout,
                 retry_errors=args.retry_errors, suite=suite_name,
-                on_plan=on_plan, on_episode=lambda record: bar.update(1),
+                on_plan=on_plan, on_episode=lambda record: bars[0].update(1),
             )
         finally:
             await policy.aclose()
@@ -141,15 +156,40 @@ def _eval(args: argparse.Namespace) -> int:
     try:
         stats = asyncio.run(main())
     except KeyboardInterrupt:
-        bar.close()
         print(f"\nInterrupted. Finished episodes are in {out}; run the same command again to resume.")
-        return 130
-    bar.close()
+        return None
+    finally:
+        for bar in bars:
+            bar.close()
     print(
-        f"\n{out}: played {stats.played} episodes ({stats.errored} errored), {stats.steps} steps "
+        f"{out}: played {stats.played} episodes ({stats.errored} errored), {stats.steps} steps "
         f"in {stats.wall_s:.1f} s; {stats.skipped} were already done."
     )
-    print(format_terminal(collect([out])))
+    return out
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    from agentgym.leaderboard import LeaderboardError, collect, format_markdown, format_terminal, write_html
+
+    try:
+        rows = write_html(args.dirs, args.html) if args.html else collect(args.dirs)
+    except LeaderboardError as error:
+        print(f"agentgym: {error}", file=sys.stderr)
+        return 2
+    if args.markdown:
+        Path(args.markdown).write_text(format_markdown(rows), encoding="utf-8")
+    print(format_terminal(rows))
+    return 0
+
+
+def _serve_model(args: argparse.Namespace) -> int:
+    from agentgym.serve_model import serve
+
+    serve(
+        args.path, args.host, args.port, device=args.device, dtype=args.dtype,
+        model_name=args.served_model_name, max_batch_size=args.max_batch_size,
+        batch_wait_ms=args.batch_wait_ms, log_level=args.log_level,
+    )
     return 0
 
 
@@ -167,25 +207,6 @@ def _policy_options(args: argparse.Namespace, backend: str) -> dict[str, object]
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("_")[:120]
-
-
-def _demo(args: argparse.Namespace) -> int:
-    env_ids = args.env or [info.id for info in list_envs()]
-    print(f"Playing {args.episodes} {args.split} tasks per env with the {' and '.join(BASELINES)} baselines...")
-    rows = summarize(run_baselines(env_ids, args.episodes, args.split))
-    table = [
-        (
-            row["env"],
-            row["policy"],
-            row["episodes"],
-            f"{row['success_rate']:.1%}",
-            f"{row['mean_score']:.3f}",
-            f"{row['mean_steps']:.1f}",
-        )
-        for row in rows
-    ]
-    print(format_table(("env", "policy", "episodes", "success", "mean score", "mean steps"), table))
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -213,12 +234,18 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("eval", help="evaluate a policy on envs or a suite; resumable")
     evaluate.add_argument("--env", action="append", help="env id (repeatable)")
     evaluate.add_argument("--suite", help="suite name (quick, full) or path to a suite .yaml")
-    evaluate.add_argument("--policy", default="oracle", help="oracle, random, openai:MODEL[@URL] or hf:PATH")
+    evaluate.add_argument(
+        "--policy", action="append", help="oracle (default), random, openai:MODEL[@URL] or hf:PATH; repeatable"
+    )
     evaluate.add_argument("--split", default="test", choices=("train", "dev", "test"), help="with --env")
     evaluate.add_argument("--episodes", type=int, default=10, help="episodes per env (with --env)")
     evaluate.add_argument("--max-turns", type=int, help="turn limit (default: each env's own)")
     evaluate.add_argument("--concurrency", type=int, default=64, help="episodes in flight")
-    evaluate.add_argument("--out", help="results folder (default: results/<envs or suite>-<policy>)")
+    evaluate.add_argument(
+        "--out",
+        help="results folder of the one policy; with several, their parent "
+        "(default: results/<suite or envs>/<policy>)",
+    )
     evaluate.add_argument("--seed", type=int, default=0, help="run seed; episode seeds derive from it")
     evaluate.add_argument("--retry-errors", action="store_true", help="play errored episodes again")
     evaluate.add_argument("--history-window", type=int, help="keep only the last K turns in the prompt")
@@ -231,11 +258,26 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
     evaluate.set_defaults(run=_eval)
 
-    demo = commands.add_parser("demo", help="play the oracle and random baselines and print their scores")
-    demo.add_argument("--env", action="append", help="env id (repeatable; default: all)")
-    demo.add_argument("--episodes", type=int, default=20, help="tasks per env and baseline")
-    demo.add_argument("--split", default="test", choices=("train", "dev", "test"))
-    demo.set_defaults(run=_demo)
+    board = commands.add_parser("leaderboard", help="rank policies from results folders (terminal, Markdown, HTML)")
+    board.add_argument("dirs", nargs="+", metavar="DIR", help="results folders written by `agentgym eval`")
+    board.add_argument("--markdown", metavar="FILE", help="also write the tables as GitHub Markdown")
+    board.add_argument("--html", metavar="FILE", help="also write a static HTML page with a trajectory viewer")
+    board.set_defaults(run=_leaderboard)
+
+    serve_model = commands.add_parser(
+        "serve-model", help="serve a local Hugging Face model with an OpenAI-compatible API"
+    )
+    serve_model.add_argument("path", help="folder of a model saved with save_pretrained")
+    serve_model.add_argument("--host", default="127.0.0.1")
+    serve_model.add_argument("--port", type=int, default=8000)
+    serve_model.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
+    serve_model.add_argument("--dtype", help="float32, bfloat16, float16 or auto (default: float32 on CPU, bfloat16 on CUDA)")
+    serve_model.add_argument("--served-model-name", help="model name clients send (default: the folder name)")
+    serve_model.add_argument("--max-batch-size", type=int, default=32, help="requests decoded together")
+    serve_model.add_argument("--batch-wait-ms", type=float, default=5.0, help="wait for more requests to batch")
+    serve_model.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    serve_model.set_defaults(run=_serve_model)
+
     return parser
 
 

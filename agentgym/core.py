@@ -30,12 +30,14 @@ import hashlib
 import random
 import re
 import string
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import gymnasium as gym
 from gymnasium import spaces
 
+T = TypeVar("T")
 Split = Literal["train", "dev", "test"]
 SPLIT_NAMES: tuple[Split, ...] = ("train", "dev", "test")
 
@@ -111,6 +113,25 @@ class TaskSplits:
         if point < self.train:
             return "train"
         return "dev" if point < self.train + self.dev else "test"
+
+
+    def first_in_split(
+        self, task_id: int, candidates: Iterable[tuple[str, T] | None], max_draws: int = 100_000
+    ) -> T:
+        """The first candidate whose content key falls, by :meth:`bucket`, in ``task_id``'s split.
+
+        ``candidates`` yields ``(content_key, task)``, or ``None`` for a draw the generator
+        rejected. Raises ``RuntimeError`` after ``max_draws`` draws: a configuration with
+        too few distinct tasks cannot fill every split.
+        """
+        split = self.split_of(task_id)
+        for candidate, _ in zip(candidates, range(max_draws)):
+            if candidate is not None and self.bucket(candidate[0]) == split:
+                return candidate[1]
+        raise RuntimeError(
+            f"no {split} task found in {max_draws} draws for task {task_id}: this configuration has too "
+            "few distinct tasks to fill every split"
+        )
 
 
 class InvalidAction(Exception):

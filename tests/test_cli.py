@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,11 +33,36 @@ def test_unknown_env_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> Non
     assert "unknown env id 'Nope-v0'" in capsys.readouterr().err
 
 
-def test_demo_prints_baseline_scores(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--env", "FrozenLake-v0", "--episodes", "10"]) == 0
+def test_eval_prints_the_leaderboard_of_its_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["eval", "--env", "FrozenLake-v0", "--episodes", "10", "--policy", "oracle", "--policy", "random",
+            "--out", str(tmp_path), "--no-progress"]
+    assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     oracle = next(line for line in lines if line.startswith("FrozenLake-v0") and "oracle" in line)
-    assert "100.0%" in oracle and any("random" in line for line in lines)
+    assert "100.0% [72.2, 100.0]" in oracle and any("random" in line for line in lines)
+    assert (tmp_path / "oracle" / "episodes.jsonl").exists() and (tmp_path / "random" / "run.json").exists()
+    assert main(argv) == 0
+    assert "10 were already done" in capsys.readouterr().out
+
+
+def test_eval_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--no-progress"]) == 2
+    assert "--env ID" in capsys.readouterr().err
+    assert main(["eval", "--env", "FrozenLake-v0", "--policy", "vllm:x", "--out", str(tmp_path)]) == 2
+    assert "bad policy spec" in capsys.readouterr().err
+    assert main(["eval", "--suite", "nope", "--out", str(tmp_path)]) == 2
+    assert "unknown suite 'nope'" in capsys.readouterr().err
+
+
+def test_leaderboard_command_writes_markdown_and_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["eval", "--env", "Maze-v0", "--episodes", "3", "--out", str(tmp_path / "run"), "--no-progress"])
+    capsys.readouterr()
+    assert main(["leaderboard", str(tmp_path / "run"), "--markdown", str(tmp_path / "board.md"),
+                 "--html", str(tmp_path / "board.html")]) == 0
+    assert "Maze-v0" in capsys.readouterr().out
+    assert "| Maze-v0 |" in (tmp_path / "board.md").read_text()
+    assert "<html" in (tmp_path / "board.html").read_text()
+    assert main(["leaderboard", str(tmp_path / "missing")]) == 2
 
 
 def run_play(*args: str, stdin: str) -> str:

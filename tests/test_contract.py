@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentgym
-from agentgym.baselines import play_episode
+from episodes import play_oracle
 from agentgym.core import TextEnv
 
 ENV_IDS = [info.id for info in agentgym.list_envs()]
@@ -99,7 +99,7 @@ def test_slippery_frozenlake_is_deterministic_per_seed() -> None:
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_oracle_solves_tasks(env_id: str) -> None:
     env = gym.make(env_id)
-    results = [play_episode(env, "oracle", task_id, seed=task_id) for task_id in spread_task_ids(env_id, ORACLE_TASKS)]
+    results = [play_oracle(env, task_id, seed=task_id) for task_id in spread_task_ids(env_id, ORACLE_TASKS)]
     failures = [result.task_id for result in results if not result.success]
     assert not failures, f"oracle failed on tasks {failures[:10]}"
     for result in results:
@@ -113,7 +113,7 @@ def test_slippery_frozenlake_oracle_matches_optimal_success_rate() -> None:
     task_ids = spread_task_ids("FrozenLake-v0", ORACLE_TASKS)
     successes, predicted = [], []
     for task_id in task_ids:
-        successes.append(play_episode(env, "oracle", task_id, seed=task_id).success)
+        successes.append(play_oracle(env, task_id, seed=task_id).success)
         predicted.append(env.unwrapped.success_probability())
     rate, expected = sum(successes) / len(task_ids), sum(predicted) / len(task_ids)
     standard_error = math.sqrt(expected * (1 - expected) / len(task_ids))

@@ -132,3 +132,22 @@ def test_list_envs_metadata() -> None:
     assert agentgym.list_envs("frozenlake") == [lake]
     with pytest.raises(KeyError, match="known ids"):
         agentgym.env_info("Nope-v0")
+
+
+def test_first_in_split_takes_the_first_candidate_of_the_split_and_gives_up_when_none() -> None:
+    splits = TaskSplits(train=8, dev=1, test=1)
+    keys = [f"k{i}" for i in range(1000)]
+    test_key = next(key for key in keys if splits.bucket(key) == "test")
+    candidates = iter([None, *((key, key.upper()) for key in keys)])
+    assert splits.first_in_split(9, candidates) == test_key.upper()
+    train_key = next(key for key in keys if splits.bucket(key) == "train")
+    with pytest.raises(RuntimeError, match="too few distinct tasks"):
+        splits.first_in_split(9, iter([(train_key, 1)] * 100), max_draws=50)
+
+
+def test_tiny_lake_that_cannot_fill_every_split_fails_clearly() -> None:
+    env = gym.make("FrozenLake-v0", size=2)
+    env.reset(options={"task_id": 0})
+    with pytest.raises(RuntimeError, match="too few distinct tasks"):
+        for task_id in range(10_000, 12_000):
+            env.reset(options={"task_id": task_id})

@@ -22,6 +22,7 @@ probability of reaching the goal (value iteration).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from functools import cached_property
 
 from agentgym.core import InvalidAction, TextEnv
@@ -74,18 +75,18 @@ class FrozenLakeEnv(TextEnv):
 
     def _generate(self, task_id: int) -> str:
         rng = self.task_rng(task_id, self.size, self.hole_probability)
-        split = self.splits.split_of(task_id)
-        while True:
-            cells = [
-                ["H" if rng.random() < self.hole_probability else "F" for _ in range(self.size)]
-                for _ in range(self.size)
-            ]
-            cells[0][0], cells[-1][-1] = "S", "G"
-            grid = ["".join(row) for row in cells]
-            key = "/".join(grid)
-            if _reachable(grid) and self.splits.bucket(key) == split:
-                break
-        self.grid = grid
+
+        def lakes() -> Iterator[tuple[str, list[str]] | None]:
+            while True:
+                cells = [
+                    ["H" if rng.random() < self.hole_probability else "F" for _ in range(self.size)]
+                    for _ in range(self.size)
+                ]
+                cells[0][0], cells[-1][-1] = "S", "G"
+                grid = ["".join(row) for row in cells]
+                yield ("/".join(grid), grid) if _reachable(grid) else None
+
+        self.grid = self.splits.first_in_split(task_id, lakes())
         self.position = (0, 0)
         self.__dict__.pop("_solution", None)
         return (

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Iterator
 from functools import cached_property
 from typing import Literal
 
@@ -103,12 +104,14 @@ class MazeEnv(TextEnv):
 
     def _generate(self, task_id: int) -> str:
         rng = self.task_rng(task_id, self.size)
-        split = self.splits.split_of(task_id)
-        while True:
-            neighbours = _carve(rng, self.size)
-            walls = _draw(neighbours, self.size)
-            if self.splits.bucket("\n".join(walls)) == split:
-                break
+
+        def mazes() -> Iterator[tuple[str, tuple[list[list[int]], list[str]]]]:
+            while True:
+                neighbours = _carve(rng, self.size)
+                walls = _draw(neighbours, self.size)
+                yield "\n".join(walls), (neighbours, walls)
+
+        neighbours, walls = self.splits.first_in_split(task_id, mazes())
         start = rng.randrange(self.size * self.size)
         self.position = _square(start, self.size)
         self.goal = _square(_farthest(neighbours, start), self.size)

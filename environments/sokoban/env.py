@@ -344,7 +344,7 @@ class SokobanEnv(TextEnv):
         return "".join(tokens)
 
     def _execute(self, command: str) -> str:
-        action = ALIASES.get(command.lower().rstrip("."))
+        action = ALIASES.get(command.lower())
         if action is None:
             raise InvalidAction("expected one of up, down, left, right (or u, d, l, r).")
         room, step = self.room, self.room.steps[action]

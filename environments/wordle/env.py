@@ -241,7 +241,7 @@ class WordleEnv(TextEnv):
         )
 
     def _execute(self, command: str) -> str:
-        guess = command.rstrip(".!").lower()
+        guess = command.lower()
         if len(guess) != WORD_LENGTH or not (guess.isascii() and guess.isalpha()):
             raise InvalidAction(f"a guess is one word of exactly {WORD_LENGTH} letters a-z.")
         if guess not in self.words.allowed:

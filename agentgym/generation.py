@@ -1,0 +1,397 @@
+"""Batched text generation with a Hugging Face causal LM, and a batcher for concurrent callers.
+
+``Generator`` decodes a batch of requests in one padded forward pass per token. Each
+request is a chat (messages, formatted with the tokenizer's chat template) or a plain
+prompt, with its own sampling params: temperature (0 is greedy), top-p, a token limit,
+stop strings and a seed. ``Batcher`` lets many coroutines share one ``Generator``: it
+collects concurrent requests into batches and runs them in a worker thread. The
+in-process policy (``agentgym.policies.hf``) and the model server (``agentgym.serve_model``)
+both sit on it.
+
+Logprobs are the log-softmax of the model's raw logits (temperature 1, before top-p),
+like vLLM's default ``raw_logprobs`` mode: they score each sampled token under the model
+itself, whatever sampling params the request used.
+
+Needs the ``hf`` extra (torch, transformers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import torch
+from jinja2 import TemplateError
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+FinishReason = Literal["stop", "length"]
+
+
+class RequestError(ValueError):
+    """A request the model cannot serve as given (bad messages, prompt too long)."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample one completion.
+
+    ``temperature`` 0 is greedy decoding. ``max_new_tokens`` None means up to the
+    model's context length. Generation ends at the first stop string (which the text
+    leaves out) or end-of-sequence token. The same ``seed`` gives the same sample,
+    whatever else is in the batch; None draws a fresh one.
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise RequestError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise RequestError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise RequestError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if any(not stop for stop in self.stop):
+            raise RequestError("stop strings must not be empty")
+
+
+@dataclass(frozen=True)
+class Request:
+    """A chat (a list of ``{"role", "content"}`` messages) or a plain-text prompt."""
+
+    prompt: str | Sequence[Mapping[str, str]]
+    params: SamplingParams = SamplingParams()
+
+
+@dataclass
+class Completion:
+    """One generated completion.
+
+    ``token_ids`` are all sampled tokens, including the end-of-sequence token or the
+    token that completed a stop string, so a trainer sees exactly what was sampled;
+    ``logprobs`` has one entry per token. ``text`` is their decoding without the
+    end-of-sequence token and other special tokens, cut before the first stop string.
+    """
+
+    text: str
+    token_ids: list[int]
+    logprobs: list[float]
+    prompt_tokens: int
+    finish_reason: FinishReason
+
+    @property
+    def completion_tokens(self) -> int:
+        """The number of sampled tokens."""
+        return len(self.token_ids)
+
+
+@dataclass
+class _Row:
+    """The decoding state of one request in a batch."""
+
+    params: SamplingParams
+    limit: int
+    rng: torch.Generator | None
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    text: str | None = None
+    finish_reason: FinishReason | None = None
+
+
+class Generator:
+    """A causal LM and its tokenizer, generating for batches of requests.
+
+    Not thread-safe: use it from one thread at a time (``Batcher`` runs it in its own).
+    """
+
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.device = model.device
+        #: Tokens that end a completion (the model's end-of-turn tokens as well as EOS).
+        self.eos_token_ids = _eos_token_ids(model, tokenizer)
+        self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_token_ids)
+        #: The most tokens (prompt + completion) the model takes; None if unknown.
+        self.context_length: int | None = getattr(model.config, "max_position_embeddings", None)
+
+    @classmethod
+    def from_pretrained(
+        cls, path: str | Path, device: str = "auto", dtype: str | torch.dtype | None = None
+    ) -> Generator:
+        """Load a model and tokenizer saved with ``save_pretrained`` in the folder ``path``.
+
+        ``device`` is ``"cpu"``, ``"cuda"`` (or ``"cuda:N"``), or ``"auto"`` (CUDA if
+        available). ``dtype`` (a ``torch.dtype`` or its name, e.g. ``"bfloat16"``;
+        ``"auto"`` keeps the checkpoint's) defaults to float32 on CPU and bfloat16 on CUDA.
+        """
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if dtype is None:
+            dtype = torch.float32 if device == "cpu" else torch.bfloat16
+        elif isinstance(dtype, str) and dtype != "auto":
+            dtype = getattr(torch, dtype)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
+        return cls(model, tokenizer)
+
+    def encode(self, request: Request) -> list[int]:
+        """The prompt's token ids; a chat goes through the chat template.
+
+        Raises ``RequestError`` for malformed messages, a chat the template rejects, or a
+        prompt that leaves no room in the context for a single new token.
+        """
+        if isinstance(request.prompt, str):
+            ids = self.tokenizer(request.prompt).input_ids
+        else:
+            ids = self.tokenizer(self._chat_text(request.prompt), add_special_tokens=False).input_ids
+        if not ids:
+            raise RequestError("the prompt is empty")
+        if self.context_length is None and request.params.max_new_tokens is None:
+            raise RequestError("max_new_tokens is required: the model's context length is unknown")
+        if self.context_length is not None and len(ids) >= self.context_length:
+            raise RequestError(f"the prompt has {len(ids)} tokens; the model's context length is {self.context_length}")
+        return ids
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        """Generate one completion per request, all in one batch."""
+        prompts = [self.encode(request) for request in requests]
+        return self.generate_tokens(prompts, [request.params for request in requests])
+
+    @torch.inference_mode()
+    def generate_tokens(self, prompts: Sequence[list[int]], params: Sequence[SamplingParams]) -> list[Completion]:
+        """Generate one completion per prompt (token ids), decoding the batch together.
+
+        Prompts are left-padded; each row stops at its own limit, stop string or EOS, and
+        the batch stops when every row has.
+        """
+        rows = [self._row(len(prompt), row_params) for prompt, row_params in zip(prompts, params)]
+        width = max(len(prompt) for prompt in prompts)
+        input_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, prompt in enumerate(prompts):
+            input_ids[i, width - len(prompt) :] = torch.tensor(prompt)
+            attention_mask[i, width - len(prompt) :] = 1
+        input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
+        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        cache = None
+        while True:
+            output = self.model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            cache = output.past_key_values
+            tokens, logprobs = self._next_tokens(output.logits[:, -1], rows)
+            for row, token, logprob in zip(rows, tokens, logprobs):
+                if row.finish_reason is None:
+                    self._append(row, token, logprob)
+            if all(row.finish_reason is not None for row in rows):
+                break
+            # Finished rows are fed padding until the whole batch is done.
+            next_ids = [self.pad_token_id if row.finish_reason else token for row, token in zip(rows, tokens)]
+            input_ids = torch.tensor(next_ids, device=self.device)[:, None]
+            attention_mask = torch.cat([attention_mask, attention_mask.new_ones((len(rows), 1))], dim=-1)
+            position_ids = position_ids[:, -1:] + 1
+        return [
+            Completion(
+                text=row.text if row.text is not None else self._decode(row.token_ids),
+                token_ids=row.token_ids,
+                logprobs=row.logprobs,
+                prompt_tokens=len(prompt),
+                finish_reason=row.finish_reason or "length",
+            )
+            for row, prompt in zip(rows, prompts)
+        ]
+
+    def _chat_text(self, messages: Sequence[Mapping[str, str]]) -> str:
+        for message in messages:
+            if not (
+                isinstance(message, Mapping)
+                and isinstance(message.get("role"), str)
+                and isinstance(message.get("content"), str)
+            ):
+                raise RequestError(f"a message must have a string role and content, got {message!r}")
+        try:
+            return self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+        except TemplateError as error:
+            raise RequestError(f"the chat template rejected the messages: {error}") from error
+
+    def _row(self, prompt_tokens: int, params: SamplingParams) -> _Row:
+        limit = params.max_new_tokens
+        if self.context_length is not None:
+            room = self.context_length - prompt_tokens
+            limit = room if limit is None else min(limit, room)
+        assert limit is not None, "encode() rejects requests without a limit"
+        rng = None
+        if params.temperature > 0:
+            rng = torch.Generator(device=self.device)
+            if params.seed is None:
+                rng.seed()
+            else:
+                rng.manual_seed(params.seed % 2**64)
+        return _Row(params=params, limit=limit, rng=rng)
+
+    def _next_tokens(self, logits: torch.Tensor, rows: list[_Row]) -> tuple[list[int], list[float]]:
+        """Pick each row's next token (greedy or sampled) and its raw-logit logprob."""
+        logits = logits.float()
+        tokens = logits.argmax(dim=-1)
+        for i, row in enumerate(rows):
+            if row.finish_reason is None and row.rng is not None:
+                tokens[i] = _sample(logits[i], row.params, row.rng)
+        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, tokens[:, None])[:, 0]
+        return tokens.tolist(), logprobs.tolist()
+
+    def _append(self, row: _Row, token: int, logprob: float) -> None:
+        """Add a sampled token to a row and decide whether the row is finished."""
+        row.token_ids.append(token)
+        row.logprobs.append(logprob)
+        if token in self.eos_token_ids:
+            row.text, row.finish_reason = self._decode(row.token_ids[:-1]), "stop"
+        elif row.params.stop:
+            text = self._decode(row.token_ids)
+            cut = min((i for i in (text.find(stop) for stop in row.params.stop) if i >= 0), default=-1)
+            if cut >= 0:
+                row.text, row.finish_reason = text[:cut], "stop"
+        if row.finish_reason is None and len(row.token_ids) >= row.limit:
+            row.finish_reason = "length"
+
+    def _decode(self, token_ids: list[int]) -> str:
+        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+
+
+def _sample(logits: torch.Tensor, params: SamplingParams, rng: torch.Generator) -> torch.Tensor:
+    """Sample a token from one row's logits with temperature and nucleus (top-p) filtering."""
+    probs = torch.softmax(logits / params.temperature, dim=-1)
+    if params.top_p < 1:
+        sorted_probs, order = probs.sort(descending=True)
+        # Keep the smallest prefix whose mass reaches top_p (the top token always stays).
+        sorted_probs[sorted_probs.cumsum(-1) - sorted_probs >= params.top_p] = 0
+        probs = torch.zeros_like(probs).scatter_(-1, order, sorted_probs)
+    return torch.multinomial(probs, 1, generator=rng)[0]
+
+
+def _eos_token_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> frozenset[int]:
+    ids: set[int] = set()
+    for source in (model.generation_config.eos_token_id, model.config.eos_token_id, tokenizer.eos_token_id):
+        if isinstance(source, int):
+            ids.add(source)
+        elif source is not None:
+            ids.update(source)
+    if not ids:
+        raise ValueError("the model and tokenizer name no end-of-sequence token")
+    return frozenset(ids)
+
+
+class Batcher:
+    """Collects concurrent requests into batches for one ``Generator``.
+
+    Coroutines ``await submit(request)``. A background task takes up to
+    ``max_batch_size`` queued requests, waiting at most ``batch_wait_ms`` after the first
+    for more to arrive, and runs them as one batch in a worker thread, so the event loop
+    never blocks on the model; requests that arrive meanwhile form the next batch. A
+    request with a ``RequestError`` fails alone, not its batch. Use it from one event
+    loop at a time.
+    """
+
+    def __init__(self, generator: Generator, max_batch_size: int = 32, batch_wait_ms: float = 5.0) -> None:
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        self.generator = generator
+        self.max_batch_size = max_batch_size
+        self.batch_wait_ms = batch_wait_ms
+        #: Batches and requests run so far.
+        self.batches = 0
+        self.requests = 0
+        self._queue: deque[tuple[Request, asyncio.Future[Completion]]] = deque()
+        self._running: list[tuple[Request, asyncio.Future[Completion]]] = []
+        self._arrived = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentgym-generate")
+        self._closed = False
+
+    async def submit(self, request: Request) -> Completion:
+        """Queue a request and wait for its completion."""
+        if self._closed:
+            raise RuntimeError("the batcher is closed")
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+            self._arrived = asyncio.Event()
+            self._task = loop.create_task(self._run())
+        future: asyncio.Future[Completion] = loop.create_future()
+        self._queue.append((request, future))
+        self._arrived.set()
+        return await future
+
+    async def aclose(self) -> None:
+        """Stop the batcher: queued and running requests fail, and the worker thread ends."""
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for _, future in [*self._queue, *self._running]:
+            if not future.done():
+                future.set_exception(RuntimeError("the batcher was closed"))
+        self._queue.clear()
+        await asyncio.to_thread(self._executor.shutdown)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._arrived.wait()
+            deadline = loop.time() + self.batch_wait_ms / 1000
+            while len(self._queue) < self.max_batch_size and (left := deadline - loop.time()) > 0:
+                self._arrived.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._arrived.wait(), left)
+            size = min(len(self._queue), self.max_batch_size)
+            batch = [self._queue.popleft() for _ in range(size)]
+            if not self._queue:
+                self._arrived.clear()
+            # Callers that gave up (cancelled) no longer need their request run.
+            self._running = [(request, future) for request, future in batch if not future.done()]
+            if self._running:
+                await self._run_batch()
+            self._running = []
+
+    async def _run_batch(self) -> None:
+        requests = [request for request, _ in self._running]
+        try:
+            results = await asyncio.get_running_loop().run_in_executor(self._executor, self._generate, requests)
+        except Exception as error:  # the model failed: every request of the batch fails with it
+            results = [error] * len(requests)
+        self.batches += 1
+        self.requests += len(requests)
+        for (_, future), result in zip(self._running, results):
+            if future.done():
+                continue
+            if isinstance(result, Exception):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
+
+    def _generate(self, requests: list[Request]) -> list[Completion | Exception]:
+        """Encode each request on its own (a bad one fails alone), then generate the rest together."""
+        results: list[Completion | Exception | None] = []
+        prompts: list[list[int]] = []
+        for request in requests:
+            try:
+                prompts.append(self.generator.encode(request))
+                results.append(None)
+            except RequestError as error:
+                results.append(error)
+        valid = [request.params for request, result in zip(requests, results) if result is None]
+        completions = iter(self.generator.generate_tokens(prompts, valid) if prompts else [])
+        return [next(completions) if result is None else result for result in results]

@@ -1,0 +1,75 @@
+"""The policy interface: the chat so far in, the next reply out."""
+
+from __future__ import annotations
+
+import abc
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import gymnasium as gym
+
+T = TypeVar("T")
+
+Message = dict[str, str]
+
+
+@dataclass
+class Episode:
+    """What a policy may know about the episode it acts in.
+
+    LLM policies use only ``seed`` (as a sampling seed, where the backend takes one);
+    scripted policies read the env (its unwrapped instance) through ``in_env``, which runs a function of the env
+    where the runner runs the env's own calls (some envs must stay on one thread).
+    ``rng`` is seeded from ``seed``.
+    """
+
+    key: str
+    seed: int
+    env: gym.Env
+    run_in_env: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None
+    rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    async def in_env(self, function: Callable[[gym.Env], T]) -> T:
+        """``function(env)``, run where the env's calls run."""
+        if self.run_in_env is None:
+            return function(self.env)
+        return await self.run_in_env(lambda: function(self.env))
+
+
+@dataclass
+class Reply:
+    """A policy's reply and what it cost."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    #: The sampled token ids and their logprobs, where the backend reports them.
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+
+
+class Policy(abc.ABC):
+    """Maps the chat history of an episode to the next reply.
+
+    ``act`` is a coroutine so that hundreds of episodes can wait on a model at once;
+    backends that batch collect concurrent calls into one forward pass.
+    """
+
+    #: A short label for results and leaderboards, e.g. ``"oracle"`` or a model name.
+    name: str = "policy"
+
+    @abc.abstractmethod
+    async def act(self, messages: list[Message], episode: Episode) -> Reply:
+        """The next reply, given the messages so far (system, user, assistant, ...)."""
+
+    def describe(self) -> dict[str, Any]:
+        """The policy's configuration, recorded in a run's ``run.json``."""
+        return {"name": self.name}
+
+    async def aclose(self) -> None:
+        """Release connections, threads or models."""

@@ -1,0 +1,150 @@
+"""A results folder: the run's configuration and its episodes, append-only and crash-safe.
+
+Layout of ``OUT/``::
+
+    run.json         what was run (policy, env items, split, seed, versions)
+    episodes.jsonl   one JSON object per finished episode, appended when it finishes
+
+Each episode has a ``key`` (``env/split/task_id/repeat``). A record is written with one
+``write`` call and flushed, so a process killed at any point leaves every finished
+episode on disk and at most one partial last line, which :meth:`ResultsFolder.open`
+cuts off. When a key appears twice (an errored episode redone with ``--retry-errors``),
+the later record wins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+RUN_FILE = "run.json"
+EPISODES_FILE = "episodes.jsonl"
+
+
+def episode_key(env_id: str, split: str, task_id: int, repeat: int) -> str:
+    """The identity of one planned episode within a run."""
+    return f"{env_id}/{split}/{task_id}/{repeat}"
+
+
+def read_episodes(path: Path) -> dict[str, dict[str, Any]]:
+    """The episodes of a results folder (or an ``episodes.jsonl`` path) by key, later records winning.
+
+    A final line without its newline (a write cut short by a crash) is ignored.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / EPISODES_FILE
+    episodes: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return episodes
+    with path.open("rb") as file:
+        for line in file:
+            if not line.endswith(b"\n"):
+                break
+            record = json.loads(line)
+            episodes[record["key"]] = record
+    return episodes
+
+
+def read_run(folder: Path) -> dict[str, Any]:
+    """The ``run.json`` of a results folder."""
+    return json.loads((Path(folder) / RUN_FILE).read_text())
+
+
+class ResultsFolder:
+    """Writer for one results folder; reopening an existing one resumes it."""
+
+    def __init__(self, folder: Path | str) -> None:
+        self.folder = Path(folder)
+        self.episodes: dict[str, dict[str, Any]] = {}
+        self._file: IO[bytes] | None = None
+
+    def open(self, run: dict[str, Any]) -> None:
+        """Create the folder, or resume it if it holds a run with the same configuration.
+
+        Raises ``ValueError`` when the folder holds a different run.
+        """
+        self.folder.mkdir(parents=True, exist_ok=True)
+        run_path = self.folder / RUN_FILE
+        if run_path.exists():
+            previous = read_run(self.folder)
+            if _comparable(previous) != _comparable(run):
+                raise ValueError(
+                    f"{self.folder} holds a different run ({previous.get('policy')!r} on "
+                    f"{[item['env'] for item in previous.get('items', [])]}); use another --out"
+                )
+        else:
+            _atomic_write(run_path, json.dumps(run, indent=2) + "\n")
+        episodes_path = self.folder / EPISODES_FILE
+        _cut_partial_line(episodes_path)
+        self.episodes = read_episodes(episodes_path)
+        self._file = episodes_path.open("ab")
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one finished episode (one write call, flushed to the OS)."""
+        assert self._file is not None, "open() the folder first"
+        self._file.write(encode_record(record) + b"\n")
+        self._file.flush()
+        self.episodes[record["key"]] = record
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            self._file = None
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.episodes.values())
+
+
+def encode_record(record: dict[str, Any]) -> bytes:
+    """One JSON line (without newline): orjson, or ``json`` for text orjson refuses (lone surrogates)."""
+    try:
+        return orjson.dumps(record, default=_jsonable, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError:
+        return json.dumps(record, default=_jsonable).encode()
+
+
+def _comparable(run: dict[str, Any]) -> dict[str, Any]:
+    """The part of a run configuration that must match for a resume."""
+    return {key: run.get(key) for key in ("policy", "items", "split", "seed", "system_prompt", "history_window")}
+
+
+def _cut_partial_line(path: Path, chunk: int = 1 << 16) -> None:
+    """Truncate ``path`` after its last newline (reading backwards from the end)."""
+    if not path.exists():
+        return
+    with path.open("rb+") as file:
+        end = file.seek(0, os.SEEK_END)
+        position = end
+        while position > 0:
+            start = max(0, position - chunk)
+            file.seek(start)
+            newline = file.read(position - start).rfind(b"\n")
+            if newline >= 0:
+                if start + newline + 1 != end:
+                    file.truncate(start + newline + 1)
+                return
+            position = start
+        file.truncate(0)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+def _jsonable(value: Any) -> Any:
+    """JSON fallback for values envs put in ``info`` (numpy scalars and arrays, sets, other objects)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    return repr(value)

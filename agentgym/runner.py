@@ -1,0 +1,421 @@
+"""The evaluation runner: many episodes in flight, each written when it finishes, resumable.
+
+``run_eval`` plans every episode of a run (env, split, task id, repeat), skips those the
+results folder already holds, and plays the rest with ``concurrency`` episodes at once on
+one asyncio event loop. Policies are awaited; env calls run in a thread of the env's own
+(with a timeout), except for envs whose metadata sets ``inline_safe`` (pure-Python
+puzzles whose calls take microseconds), which are called inline. An env that raises or
+times out, or a policy that fails, marks that episode ``"error"`` and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.envs.registration import load_env_creator
+
+import agentgym
+from agentgym.policies.base import Episode, Policy
+from agentgym.registry import env_info
+from agentgym.results import ResultsFolder, episode_key
+from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, ChatWrapper
+
+#: ``info`` keys a turn record leaves out: the episode record holds them once.
+REDUNDANT_INFO = ("task_id", "split", "instruction", "steps")
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    """One env of a run: how many episodes, on which split, with what turn limit."""
+
+    env: str
+    episodes: int
+    split: str = "test"
+    max_turns: int | None = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The env id, with the kwargs when there are any: ``FrozenLake-v0[is_slippery=True]``."""
+        if not self.kwargs:
+            return self.env
+        return f"{self.env}[{','.join(f'{key}={value!r}' for key, value in sorted(self.kwargs.items()))}]"
+
+
+@dataclass(frozen=True)
+class PlannedEpisode:
+    key: str
+    item: EvalItem
+    task_id: int
+    repeat: int
+    seed: int
+
+
+class EnvFailure(RuntimeError):
+    """An env call raised or exceeded its timeout; the env is not used again."""
+
+
+def stable_seed(*parts: object) -> int:
+    """A 31-bit seed derived from ``parts``, the same in every process."""
+    digest = hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+def plan(items: list[EvalItem], seed: int) -> list[PlannedEpisode]:
+    """Every episode of a run: the first ``episodes`` tasks of each item's split.
+
+    Asking for more episodes than the split holds plays its tasks again as further
+    repeats (with other seeds).
+    """
+    planned = []
+    for item in items:
+        task_ids = env_info(item.env).splits.ids(item.split)  # type: ignore[arg-type]
+        for index in range(item.episodes):
+            task_id, repeat = task_ids[index % len(task_ids)], index // len(task_ids)
+            key = episode_key(item.label, item.split, task_id, repeat)
+            planned.append(PlannedEpisode(key, item, task_id, repeat, stable_seed(seed, key)))
+    return planned
+
+
+class _EnvThread:
+    """A daemon thread that runs one env's calls in order; abandoned if a call hangs."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, name: str) -> None:
+        self._loop = loop
+        self._jobs: queue.SimpleQueue[tuple[asyncio.Future, Callable[[], Any]] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
+
+    def submit(self, function: Callable[[], Any]) -> asyncio.Future:
+        future = self._loop.create_future()
+        self._jobs.put((future, function))
+        return future
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            future, function = job
+            try:
+                result, error = function(), None
+            except BaseException as exception:  # handed to the awaiting episode
+                result, error = None, exception
+            try:
+                self._loop.call_soon_threadsafe(_settle, future, result, error)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                return
+
+
+def _settle(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
+    if future.done():  # the waiter timed out or was cancelled
+        return
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(error)
+
+
+class EnvHost:
+    """One env, wrapped for chat, and where its calls run (inline or its own thread)."""
+
+    def __init__(self, item: EvalItem, system_prompt: str | None, history_window: int | None, timeout_s: float):
+        self.item = item
+        self.timeout_s = timeout_s
+        self.inline = bool(getattr(load_env_creator(gym.spec(item.env).entry_point), "metadata", {}).get("inline_safe"))
+        self._thread = None if self.inline else _EnvThread(asyncio.get_running_loop(), f"env-{item.env}")
+        self._system_prompt = system_prompt
+        self._history_window = history_window
+        self.chat: ChatWrapper | None = None
+
+    async def start(self) -> None:
+        """Make the env (in its thread unless inline)."""
+
+        def make() -> ChatWrapper:
+            limit = {"max_episode_steps": self.item.max_turns} if self.item.max_turns else {}
+            env = gym.make(self.item.env, **limit, **self.item.kwargs)
+            return ChatWrapper(env, self._system_prompt, self._history_window)
+
+        self.chat = await self.call(make)
+
+    async def call(self, function: Callable[[], Any]) -> Any:
+        """``function()`` where this env's calls run; :class:`EnvFailure` if it raises or hangs."""
+        try:
+            if self._thread is None:
+                return function()
+            return await asyncio.wait_for(self._thread.submit(function), self.timeout_s)
+        except asyncio.TimeoutError:
+            raise EnvFailure(f"env call exceeded its {self.timeout_s:g} s timeout") from None
+        except Exception as error:
+            raise EnvFailure(f"env raised {type(error).__name__}: {error}") from error
+
+    def close(self) -> None:
+        """Close the env where it runs, without waiting (a hung env is left to its thread)."""
+        chat = self.chat
+        if self._thread is None:
+            if chat is not None:
+                _close_quietly(chat)
+            return
+        if chat is not None:
+            self._thread.submit(lambda: _close_quietly(chat))
+        self._thread.stop()
+
+
+def _close_quietly(env: gym.Env) -> None:
+    try:
+        env.close()
+    except Exception:  # closing a broken env must not stop the run
+        pass
+
+
+@dataclass
+class RunStats:
+    """What ``run_eval`` did in this invocation."""
+
+    planned: int
+    skipped: int
+    played: int = 0
+    errored: int = 0
+    steps: int = 0
+    wall_s: float = 0.0
+
+
+class Runner:
+    """Plays planned episodes with one policy and writes them to a results folder."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        results: ResultsFolder,
+        *,
+        concurrency: int = 64,
+        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        history_window: int | None = None,
+        env_timeout_s: float = 120.0,
+        on_episode: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.policy = policy
+        self.results = results
+        self.concurrency = concurrency
+        self.system_prompt = system_prompt
+        self.history_window = history_window
+        self.env_timeout_s = env_timeout_s
+        self.on_episode = on_episode
+        self._pools: dict[str, list[EnvHost]] = {}
+
+    async def run(self, episodes: list[PlannedEpisode], stats: RunStats) -> None:
+        """Play ``episodes`` with ``concurrency`` workers; each record is written as it finishes."""
+        pending = deque(episodes)
+
+        async def worker() -> None:
+            while pending:
+                record = await self.play(pending.popleft())
+                await asyncio.sleep(0)  # let other episodes in even if this one never waited
+                self.results.append(record)
+                stats.played += 1
+                stats.errored += record["status"] == "error"
+                stats.steps += record["steps"]
+                if self.on_episode is not None:
+                    self.on_episode(record)
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(episodes)))))
+        finally:
+            for hosts in self._pools.values():
+                for host in hosts:
+                    host.close()
+            self._pools.clear()
+
+    async def play(self, planned: PlannedEpisode) -> dict[str, Any]:
+        """One episode, start to end; failures become an ``"error"`` record, never an exception."""
+        started, clock = _now(), time.perf_counter()
+        record: dict[str, Any] = {
+            "key": planned.key,
+            "env": planned.item.label,
+            "env_id": planned.item.env,
+            "env_kwargs": planned.item.kwargs,
+            "split": planned.item.split,
+            "task_id": planned.task_id,
+            "repeat": planned.repeat,
+            "seed": planned.seed,
+            "policy": self.policy.name,
+            "status": "ok",
+            "error": None,
+            "success": False,
+            "score": 0.0,
+            "return": 0.0,
+            "steps": 0,
+            "terminated": False,
+            "truncated": False,
+            "instruction": "",
+            "messages": [],
+            "turns": [],
+            "tokens": {"prompt": 0, "completion": 0},
+            "started": started,
+        }
+        host = None
+        try:
+            host = await self._acquire(planned.item)
+            await self._play_turns(host, planned, record)
+        except EnvFailure as failure:
+            record.update(status="error", error=str(failure))
+            if host is not None:
+                host.close()
+                host = None
+        except Exception as error:  # the policy failed; the env is still sound
+            record.update(status="error", error=f"policy {type(error).__name__}: {error}")
+        finally:
+            if host is not None:
+                self._pools[planned.item.label].append(host)
+        record["messages"] = list(record["messages"])
+        if record["status"] == "error":
+            record.update(success=False, score=0.0)
+        record["wall_s"] = time.perf_counter() - clock
+        return record
+
+    async def _acquire(self, item: EvalItem) -> EnvHost:
+        pool = self._pools.setdefault(item.label, [])
+        if pool:
+            return pool.pop()
+        host = EnvHost(item, self.system_prompt, self.history_window, self.env_timeout_s)
+        try:
+            await host.start()
+        except EnvFailure:
+            host.close()
+            raise
+        return host
+
+    async def _play_turns(self, host: EnvHost, planned: PlannedEpisode, record: dict[str, Any]) -> None:
+        chat = host.chat
+        assert chat is not None
+        episode = Episode(planned.key, planned.seed, chat.unwrapped, run_in_env=None if host.inline else host.call)
+        options = {"task_id": planned.task_id}
+        messages, info = await host.call(lambda: chat.reset(seed=planned.seed, options=options))
+        record["instruction"] = info.get("instruction", "")
+        record["messages"] = chat.transcript
+        turns, tokens = record["turns"], record["tokens"]
+        act, call, clock = self.policy.act, host.call, time.perf_counter
+        while True:
+            started = clock()
+            reply = await act(messages, episode)
+            replied = clock()
+            messages, reward, terminated, truncated, info = await call(lambda: chat.step(reply.text))
+            turn_info = dict(info)
+            action = turn_info.pop("action", reply.text)
+            invalid = bool(turn_info.pop("invalid_action", False))
+            for key in REDUNDANT_INFO:
+                turn_info.pop(key, None)
+            turns.append(
+                {
+                    "action": action,
+                    "reward": reward,
+                    "invalid_action": invalid,
+                    "terminated": terminated,
+                    "truncated": truncated,
+                    "info": turn_info,
+                    "policy_s": replied - started,
+                    "env_s": clock() - replied,
+                    "prompt_tokens": reply.prompt_tokens,
+                    "completion_tokens": reply.completion_tokens,
+                }
+            )
+            tokens["prompt"] += reply.prompt_tokens
+            tokens["completion"] += reply.completion_tokens
+            record["return"] += reward
+            if terminated or truncated:
+                break
+        record.update(
+            success=bool(info.get("success", False)),
+            score=float(info.get("score", 0.0)),
+            steps=len(turns),
+            terminated=terminated,
+            truncated=truncated,
+        )
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def run_description(
+    policy_spec: str,
+    policy: Policy,
+    items: list[EvalItem],
+    *,
+    seed: int,
+    system_prompt: str | None,
+    history_window: int | None,
+    suite: str | None,
+) -> dict[str, Any]:
+    """The ``run.json`` of an eval: enough to resume it and to label it on a leaderboard."""
+    return {
+        "agentgym_version": agentgym.__version__,
+        "created": _now(),
+        "policy": policy_spec,
+        "policy_info": policy.describe(),
+        "suite": suite,
+        "seed": seed,
+        "system_prompt": system_prompt,
+        "history_window": history_window,
+        "items": [asdict(item) for item in items],
+    }
+
+
+async def run_eval(
+    policy_spec: str,
+    policy: Policy,
+    items: list[EvalItem],
+    out: Path | str,
+    *,
+    seed: int = 0,
+    concurrency: int = 64,
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+    history_window: int | None = None,
+    env_timeout_s: float = 120.0,
+    retry_errors: bool = False,
+    suite: str | None = None,
+    on_episode: Callable[[dict[str, Any]], None] | None = None,
+    on_plan: Callable[[int, int], None] | None = None,
+) -> RunStats:
+    """Run (or resume) an evaluation into ``out``; returns what this invocation did.
+
+    ``on_plan(total, already_done)`` is called once before playing (for a progress bar),
+    ``on_episode(record)`` after each finished episode.
+    """
+    results = ResultsFolder(out)
+    description = run_description(
+        policy_spec, policy, items, seed=seed, system_prompt=system_prompt,
+        history_window=history_window, suite=suite,
+    )
+    results.open(description)
+    planned = plan(items, seed)
+
+    def finished(key: str) -> bool:
+        record = results.episodes.get(key)
+        return record is not None and (record["status"] == "ok" or not retry_errors)
+
+    todo = [episode for episode in planned if not finished(episode.key)]
+    stats = RunStats(planned=len(planned), skipped=len(planned) - len(todo))
+    if on_plan is not None:
+        on_plan(len(planned), stats.skipped)
+    runner = Runner(
+        policy, results, concurrency=concurrency, system_prompt=system_prompt,
+        history_window=history_window, env_timeout_s=env_timeout_s, on_episode=on_episode,
+    )
+    clock = time.perf_counter()
+    try:
+        await runner.run(todo, stats)
+    finally:
+        stats.wall_s = time.perf_counter() - clock
+        results.close()
+    return stats

@@ -1,0 +1,261 @@
+"""An OpenAI-compatible server for a local Hugging Face model (``agentgym serve-model``).
+
+It speaks the subset of vLLM's OpenAI API that agent evaluation needs, with the same
+JSON shapes: ``POST /v1/chat/completions``, ``POST /v1/completions``, ``GET /v1/models``
+and ``GET /health``. Concurrent requests are batched into one generation (``Batcher``).
+Not implemented, and answered with a 400: streaming, ``n`` > 1, ``top_logprobs`` and
+completion ``logprobs``/``echo``. Errors are JSON ``{"error": {"message", "type", "param",
+"code"}}`` with vLLM's types; bad requests get a 4xx, never a traceback. Needs the
+``serve`` extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+import uvicorn
+from fastapi import FastAPI
+from fastapi import Request as HTTPRequest
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+
+from agentgym.generation import Batcher, Completion, Generator, Request, RequestError, SamplingParams
+
+_ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowedError", 500: "InternalServerError"}
+
+
+class APIError(Exception):
+    """An error answered as OpenAI-style JSON with an HTTP status."""
+
+    def __init__(self, status: int, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param = status, message, param
+
+
+class TextPart(BaseModel):
+    """A text part of a message's content."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ChatMessage(BaseModel):
+    """A chat message; content parts are joined into one string."""
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[TextPart] | None = None
+
+    def text(self) -> str:
+        """The content as one string."""
+        if isinstance(self.content, list):
+            return "\n".join(part.text for part in self.content)
+        return self.content or ""
+
+
+class SamplingRequest(BaseModel):
+    """The sampling fields shared by both endpoints; unknown fields are ignored, as in vLLM."""
+
+    model: str | None = None
+    temperature: float | None = Field(default=None, ge=0)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    n: int = 1
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    stream: bool = False
+
+
+class ChatCompletionRequest(SamplingRequest):
+    """The body of ``POST /v1/chat/completions``."""
+
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    logprobs: bool = False
+    top_logprobs: int | None = None
+
+
+class CompletionRequest(SamplingRequest):
+    """The body of ``POST /v1/completions``; a list of prompts gives one choice each."""
+
+    prompt: str | list[str]
+    echo: bool = False
+    logprobs: int | None = None
+
+
+def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, batch_wait_ms: float = 5.0) -> FastAPI:
+    """The server app for ``generator``, answering to the model name ``model_name``.
+
+    The app's ``state.batcher`` batches its requests; it stops when the app shuts down.
+    """
+    batcher = Batcher(generator, max_batch_size, batch_wait_ms)
+    created = int(time.time())
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await batcher.aclose()
+
+    app = FastAPI(title=f"agentgym serve-model: {model_name}", lifespan=lifespan)
+    app.state.batcher = batcher
+
+    @app.exception_handler(APIError)
+    async def api_error(_: HTTPRequest, error: APIError) -> JSONResponse:
+        return _error_response(error.status, error.message, error.param)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: HTTPRequest, error: RequestValidationError) -> JSONResponse:
+        problems = []
+        for problem in error.errors():
+            where = ".".join(str(part) for part in problem["loc"][1:])
+            problems.append(f"{where}: {problem['msg']}" if where else problem["msg"])
+        return _error_response(400, "invalid request: " + "; ".join(problems))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: HTTPRequest, error: HTTPException) -> JSONResponse:
+        return _error_response(error.status_code, str(error.detail))
+
+    @app.exception_handler(Exception)
+    async def internal_error(_: HTTPRequest, error: Exception) -> JSONResponse:
+        return _error_response(500, f"internal error: {type(error).__name__}: {error}")
+
+    async def complete(body: SamplingRequest, prompt: Any, max_tokens: int | None) -> Completion:
+        """Check the request's common fields and run it through the batcher."""
+        if body.model is not None and body.model != model_name:
+            raise APIError(404, f"The model `{body.model}` does not exist.", "model")
+        if body.stream:
+            raise APIError(400, "streaming is not supported by this server; send stream=false", "stream")
+        if body.n != 1:
+            raise APIError(400, "only n=1 is supported", "n")
+        stop = [body.stop] if isinstance(body.stop, str) else body.stop or []
+        try:
+            params = SamplingParams(
+                temperature=1.0 if body.temperature is None else body.temperature,
+                top_p=1.0 if body.top_p is None else body.top_p,
+                max_new_tokens=max_tokens,
+                stop=tuple(stop),
+                seed=body.seed,
+            )
+            return await batcher.submit(Request(prompt, params))
+        except RequestError as error:
+            raise APIError(400, str(error)) from error
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(body: ChatCompletionRequest) -> dict[str, Any]:
+        """Reply to a chat, formatted with the model's chat template."""
+        if body.top_logprobs:
+            raise APIError(400, "top_logprobs is not supported", "top_logprobs")
+        messages = [{"role": message.role, "content": message.text()} for message in body.messages]
+        completion = await complete(body, messages, body.max_completion_tokens or body.max_tokens)
+        logprobs = {"content": _token_logprobs(generator, completion)} if body.logprobs else None
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model_name,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": completion.text},
+                    "logprobs": logprobs,
+                    "finish_reason": completion.finish_reason,
+                }
+            ],
+            "usage": _usage([completion]),
+        }
+
+    @app.post("/v1/completions")
+    async def completions(body: CompletionRequest) -> dict[str, Any]:
+        """Continue plain-text prompts."""
+        if body.echo:
+            raise APIError(400, "echo is not supported", "echo")
+        if body.logprobs is not None:
+            raise APIError(400, "logprobs are not supported on /v1/completions; use /v1/chat/completions", "logprobs")
+        prompts = [body.prompt] if isinstance(body.prompt, str) else body.prompt
+        if not prompts:
+            raise APIError(400, "prompt must not be empty", "prompt")
+        results = await asyncio.gather(*(complete(body, prompt, body.max_tokens) for prompt in prompts))
+        return {
+            "id": f"cmpl-{uuid.uuid4().hex}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": model_name,
+            "choices": [
+                {"index": i, "text": result.text, "logprobs": None, "finish_reason": result.finish_reason}
+                for i, result in enumerate(results)
+            ],
+            "usage": _usage(results),
+        }
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        """The one model served."""
+        model = {
+            "id": model_name,
+            "object": "model",
+            "created": created,
+            "owned_by": "agentgym",
+            "root": model_name,
+            "max_model_len": generator.context_length,
+        }
+        return {"object": "list", "data": [model]}
+
+    @app.get("/health")
+    async def health() -> Response:
+        """200 while the server is up (an empty body, as vLLM's)."""
+        return Response(status_code=200)
+
+    return app
+
+
+def serve(
+    path: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    device: str = "auto",
+    dtype: str | torch.dtype | None = None,
+    model_name: str | None = None,
+    max_batch_size: int = 32,
+    batch_wait_ms: float = 5.0,
+    log_level: str = "info",
+) -> None:
+    """Load the model in the folder ``path`` and serve it until interrupted.
+
+    ``model_name`` (default: the folder's name) is the ``model`` that requests name.
+    """
+    generator = Generator.from_pretrained(path, device=device, dtype=dtype)
+    app = create_app(generator, model_name or Path(path).resolve().name, max_batch_size, batch_wait_ms)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _error_response(status: int, message: str, param: str | None = None) -> JSONResponse:
+    error = {"message": message, "type": _ERROR_TYPES.get(status, "APIError"), "param": param, "code": status}
+    return JSONResponse({"error": error}, status_code=status)
+
+
+def _usage(results: list[Completion]) -> dict[str, int]:
+    prompt_tokens = sum(result.prompt_tokens for result in results)
+    completion_tokens = sum(result.completion_tokens for result in results)
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+def _token_logprobs(generator: Generator, completion: Completion) -> list[dict[str, Any]]:
+    """Chat logprobs in OpenAI's shape, one entry per sampled token (no alternatives)."""
+    entries = []
+    for token_id, logprob in zip(completion.token_ids, completion.logprobs):
+        token = generator.tokenizer.decode([token_id])
+        entries.append({"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": []})
+    return entries

@@ -1,0 +1,1 @@
+"""Benchmark suites (``*.yaml``, installed as ``agentgym.benchmarks``) and performance benchmarks."""

@@ -1,0 +1,192 @@
+"""The OpenAI-compatible model server (``agentgym.serve_model``), over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("fastapi")
+
+import httpx
+import uvicorn
+
+from agentgym.generation import Batcher, Generator, Request, SamplingParams
+from agentgym.policies.base import Episode
+from agentgym.policies.openai_compat import OpenAIPolicy
+from agentgym.serve_model import create_app
+
+MODEL = "tiny-llama"
+CHAT = [{"role": "system", "content": "Move up, down, left or right."}, {"role": "user", "content": "Where next?"}]
+
+
+@pytest.fixture(scope="module")
+def generator(tiny_model_path: Path) -> Generator:
+    return Generator.from_pretrained(tiny_model_path, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def server(generator: Generator) -> Iterator[tuple[str, Batcher]]:
+    """A live server on a free loopback port; yields its base URL and batcher."""
+    app = create_app(generator, MODEL, max_batch_size=8, batch_wait_ms=50)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    uv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not uv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}", app.state.batcher
+    uv.should_exit = True
+    thread.join(timeout=30)
+    sock.close()
+
+
+def post(server: tuple[str, Batcher], path: str, body: dict[str, Any]) -> httpx.Response:
+    return httpx.post(server[0] + path, json=body, timeout=30)
+
+
+def test_models_and_health(server: tuple[str, Batcher]) -> None:
+    assert httpx.get(server[0] + "/health").status_code == 200
+    models = httpx.get(server[0] + "/v1/models").json()
+    assert models["object"] == "list"
+    assert [(model["id"], model["object"], model["max_model_len"]) for model in models["data"]] == [
+        (MODEL, "model", 256)
+    ]
+
+
+def test_chat_completion(server: tuple[str, Batcher], generator: Generator) -> None:
+    body = {"model": MODEL, "messages": CHAT, "temperature": 0, "max_tokens": 6, "logprobs": True}
+    response = post(server, "/v1/chat/completions", body)
+    assert response.status_code == 200
+    reply = response.json()
+    assert reply["id"].startswith("chatcmpl-") and reply["object"] == "chat.completion"
+    assert reply["model"] == MODEL and isinstance(reply["created"], int)
+    (choice,) = reply["choices"]
+    (expected,) = generator.generate([Request(CHAT, SamplingParams(temperature=0, max_new_tokens=6))])
+    assert choice["index"] == 0 and choice["finish_reason"] == "length"
+    assert choice["message"] == {"role": "assistant", "content": expected.text}
+    tokens = choice["logprobs"]["content"]
+    assert [entry["logprob"] for entry in tokens] == pytest.approx(expected.logprobs, abs=1e-4)
+    assert "".join(entry["token"] for entry in tokens) == generator.tokenizer.decode(expected.token_ids)
+    assert reply["usage"] == {
+        "prompt_tokens": expected.prompt_tokens,
+        "completion_tokens": 6,
+        "total_tokens": expected.prompt_tokens + 6,
+    }
+    # max_completion_tokens wins over max_tokens; no logprobs unless asked.
+    reply = post(server, "/v1/chat/completions", body | {"max_completion_tokens": 3, "logprobs": False}).json()
+    assert reply["usage"]["completion_tokens"] == 3 and reply["choices"][0]["logprobs"] is None
+
+
+def test_completion(server: tuple[str, Batcher], generator: Generator) -> None:
+    prompt = "Action: up"
+    (expected,) = generator.generate([Request(prompt, SamplingParams(temperature=0, max_new_tokens=8))])
+    for form in (prompt, [prompt]):
+        reply = post(server, "/v1/completions", {"prompt": form, "temperature": 0, "max_tokens": 8}).json()
+        assert reply["id"].startswith("cmpl-") and reply["object"] == "text_completion"
+        assert reply["choices"] == [{"index": 0, "text": expected.text, "logprobs": None, "finish_reason": "length"}]
+        assert reply["usage"] == {
+            "prompt_tokens": expected.prompt_tokens,
+            "completion_tokens": 8,
+            "total_tokens": expected.prompt_tokens + 8,
+        }
+    stop = expected.text[3:5]
+    reply = post(server, "/v1/completions", {"prompt": prompt, "temperature": 0, "max_tokens": 8, "stop": stop}).json()
+    (choice,) = reply["choices"]
+    assert choice["text"] == expected.text[: expected.text.index(stop)] and choice["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "words"),
+    [
+        ("/v1/chat/completions", b'{"messages": [', 400, "JSON"),
+        ("/v1/chat/completions", {"model": MODEL}, 400, "messages"),
+        ("/v1/chat/completions", {"messages": []}, 400, "messages"),
+        ("/v1/chat/completions", {"messages": [{"role": "robot", "content": "hi"}]}, 400, "role"),
+        ("/v1/chat/completions", {"messages": CHAT, "n": 2}, 400, "n=1"),
+        ("/v1/chat/completions", {"messages": CHAT, "stream": True}, 400, "streaming"),
+        ("/v1/chat/completions", {"messages": CHAT, "temperature": -1}, 400, "temperature"),
+        ("/v1/chat/completions", {"messages": CHAT, "top_logprobs": 5}, 400, "top_logprobs"),
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "up " * 300}]}, 400, "context length"),
+        ("/v1/chat/completions", {"messages": CHAT, "model": "gpt-4"}, 404, "gpt-4"),
+        ("/v1/completions", {"prompt": "up", "stream": True}, 400, "streaming"),
+        ("/v1/completions", {"prompt": []}, 400, "prompt"),
+        ("/v1/completions", {"prompt": "up", "max_tokens": 0}, 400, "max_tokens"),
+        ("/v1/completions", [1, 2], 400, "invalid request"),
+        ("/v1/nothing", {}, 404, "Not Found"),
+    ],
+)
+def test_bad_requests_get_4xx_json_errors(
+    server: tuple[str, Batcher], path: str, body: Any, status: int, words: str
+) -> None:
+    if isinstance(body, bytes):
+        response = httpx.post(server[0] + path, content=body, headers={"content-type": "application/json"})
+    else:
+        response = post(server, path, body)
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert words in error["message"]
+    assert error["code"] == status and error["type"].endswith("Error")
+
+
+def test_concurrent_requests_are_batched(server: tuple[str, Batcher]) -> None:
+    batcher = server[1]
+    batches, requests = batcher.batches, batcher.requests
+
+    async def run() -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=server[0], timeout=30) as client:
+            chats = [
+                {"messages": CHAT + [{"role": "user", "content": f"try {i}"}], "max_tokens": 4, "temperature": 0}
+                for i in range(6)
+            ]
+            completions = [{"prompt": f"Action: {move}", "max_tokens": 4, "temperature": 0} for move in ("up", "down")]
+            return await asyncio.gather(
+                *(client.post("/v1/chat/completions", json=body) for body in chats),
+                *(client.post("/v1/completions", json=body) for body in completions),
+            )
+
+    responses = asyncio.run(run())
+    assert [response.status_code for response in responses] == [200] * 8
+    assert all(response.json()["usage"]["completion_tokens"] == 4 for response in responses)
+    assert batcher.requests - requests == 8
+    assert batcher.batches - batches < 8
+
+
+def test_a_model_failure_is_a_500_json_error(
+    server: tuple[str, Batcher], generator: Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_: object) -> None:
+        raise RuntimeError("CUDA out of memory (pretend)")
+
+    monkeypatch.setattr(generator, "generate_tokens", broken)
+    response = post(server, "/v1/completions", {"prompt": "up", "max_tokens": 2})
+    assert response.status_code == 500
+    error = response.json()["error"]
+    assert error["type"] == "InternalServerError" and "out of memory" in error["message"]
+    assert "Traceback" not in response.text
+    monkeypatch.undo()
+    assert post(server, "/v1/completions", {"prompt": "up", "max_tokens": 2}).status_code == 200
+
+
+def test_the_openai_policy_talks_to_the_server(server: tuple[str, Batcher], generator: Generator) -> None:
+    policy = OpenAIPolicy(MODEL, server[0] + "/v1", temperature=0.0, max_tokens=5)
+
+    async def act() -> Any:
+        try:
+            return await policy.act(CHAT, Episode(key="e", seed=0, env=None))  # type: ignore[arg-type]
+        finally:
+            await policy.aclose()
+
+    reply = asyncio.run(act())
+    (expected,) = generator.generate([Request(CHAT, SamplingParams(temperature=0, max_new_tokens=5))])
+    assert (reply.text, reply.prompt_tokens, reply.completion_tokens) == (expected.text, expected.prompt_tokens, 5)
