@@ -144,11 +144,19 @@ def _eval_policy(
     async def main() -> object:
         try:
             return await run_eval(
-                spec, policy, items, out,
-                seed=args.seed, concurrency=args.concurrency, system_prompt=system_prompt,
-                history_window=args.history_window, env_timeout_s=args.env_timeout,
-                retry_errors=args.retry_errors, suite=suite_name,
-                on_plan=on_plan, on_episode=lambda record: bars[0].update(1),
+                spec,
+                policy,
+                items,
+                out,
+                seed=args.seed,
+                concurrency=args.concurrency,
+                system_prompt=system_prompt,
+                history_window=args.history_window,
+                env_timeout_s=args.env_timeout,
+                retry_errors=args.retry_errors,
+                suite=suite_name,
+                on_plan=on_plan,
+                on_episode=lambda record: bars[0].update(1),
             )
         finally:
             await policy.aclose()
@@ -186,9 +194,15 @@ def _serve_model(args: argparse.Namespace) -> int:
     from agentgym.serve_model import serve
 
     serve(
-        args.path, args.host, args.port, device=args.device, dtype=args.dtype,
-        model_name=args.served_model_name, max_batch_size=args.max_batch_size,
-        batch_wait_ms=args.batch_wait_ms, log_level=args.log_level,
+        args.path,
+        args.host,
+        args.port,
+        device=args.device,
+        dtype=args.dtype,
+        model_name=args.served_model_name,
+        max_batch_size=args.max_batch_size,
+        batch_wait_ms=args.batch_wait_ms,
+        log_level=args.log_level,
     )
     return 0
 
@@ -196,8 +210,13 @@ def _serve_model(args: argparse.Namespace) -> int:
 def _policy_options(args: argparse.Namespace, backend: str) -> dict[str, object]:
     """The sampling and connection flags that apply to an LLM backend."""
     if backend == "openai":
-        options = {"temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens,
-                   "api_key_env": args.api_key_env, "concurrency": args.concurrency}
+        options = {
+            "temperature": args.temperature,
+            "top_p": args.top_p,
+            "max_tokens": args.max_tokens,
+            "api_key_env": args.api_key_env,
+            "concurrency": args.concurrency,
+        }
     elif backend == "hf":
         options = {"temperature": args.temperature, "top_p": args.top_p, "max_new_tokens": args.max_tokens}
     else:
@@ -243,8 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--concurrency", type=int, default=64, help="episodes in flight")
     evaluate.add_argument(
         "--out",
-        help="results folder of the one policy; with several, their parent "
-        "(default: results/<suite or envs>/<policy>)",
+        help="results folder of the one policy; with several, their parent (default: results/<suite or envs>/<policy>)",
     )
     evaluate.add_argument("--seed", type=int, default=0, help="run seed; episode seeds derive from it")
     evaluate.add_argument("--retry-errors", action="store_true", help="play errored episodes again")
@@ -271,7 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve_model.add_argument("--host", default="127.0.0.1")
     serve_model.add_argument("--port", type=int, default=8000)
     serve_model.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
-    serve_model.add_argument("--dtype", help="float32, bfloat16, float16 or auto (default: float32 on CPU, bfloat16 on CUDA)")
+    serve_model.add_argument(
+        "--dtype", help="float32, bfloat16, float16 or auto (default: float32 on CPU, bfloat16 on CUDA)"
+    )
     serve_model.add_argument("--served-model-name", help="model name clients send (default: the folder name)")
     serve_model.add_argument("--max-batch-size", type=int, default=32, help="requests decoded together")
     serve_model.add_argument("--batch-wait-ms", type=float, default=5.0, help="wait for more requests to batch")

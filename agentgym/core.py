@@ -114,10 +114,7 @@ class TaskSplits:
             return "train"
         return "dev" if point < self.train + self.dev else "test"
 
-
-    def first_in_split(
-        self, task_id: int, candidates: Iterable[tuple[str, T] | None], max_draws: int = 100_000
-    ) -> T:
+    def first_in_split(self, task_id: int, candidates: Iterable[tuple[str, T] | None], max_draws: int = 100_000) -> T:
         """The first candidate whose content key falls, by :meth:`bucket`, in ``task_id``'s split.
 
         ``candidates`` yields ``(content_key, task)``, or ``None`` for a draw the generator
@@ -162,10 +159,8 @@ def parse_action(reply: str) -> str:
     end_of_thought = reply.rfind(_THINK_END)
     if end_of_thought >= 0:
         reply = reply[end_of_thought + len(_THINK_END) :]
-    last = None
-    for last in _ACTION_LINE.finditer(reply):
-        pass
-    command = last.group(1) if last is not None else reply
+    commands = _ACTION_LINE.findall(reply)
+    command = commands[-1] if commands else reply
     return command.strip(_WRAPPING).rstrip(".!").strip(_WRAPPING)
 
 
@@ -264,9 +259,7 @@ class TextEnv(gym.Env[str, str], abc.ABC):
 
     # ---- the Gymnasium API ----------------------------------------------------------
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode.
 
         ``options={"task_id": N}`` plays task N; ``options={"split": "test"}`` draws a

@@ -11,6 +11,7 @@ times out, or a policy that fails, marks that episode ``"error"`` and the run go
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import queue
 import threading
@@ -19,6 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -172,10 +174,8 @@ class EnvHost:
 
 
 def _close_quietly(env: gym.Env) -> None:
-    try:
+    with contextlib.suppress(Exception):  # closing a broken env must not stop the run
         env.close()
-    except Exception:  # closing a broken env must not stop the run
-        pass
 
 
 @dataclass
@@ -309,7 +309,7 @@ class Runner:
             started = clock()
             reply = await act(messages, episode)
             replied = clock()
-            messages, reward, terminated, truncated, info = await call(lambda: chat.step(reply.text))
+            messages, reward, terminated, truncated, info = await call(partial(chat.step, reply.text))
             turn_info = dict(info)
             action = turn_info.pop("action", reply.text)
             invalid = bool(turn_info.pop("invalid_action", False))
@@ -394,8 +394,13 @@ async def run_eval(
     """
     results = ResultsFolder(out)
     description = run_description(
-        policy_spec, policy, items, seed=seed, system_prompt=system_prompt,
-        history_window=history_window, suite=suite,
+        policy_spec,
+        policy,
+        items,
+        seed=seed,
+        system_prompt=system_prompt,
+        history_window=history_window,
+        suite=suite,
     )
     results.open(description)
     planned = plan(items, seed)
@@ -409,8 +414,13 @@ async def run_eval(
     if on_plan is not None:
         on_plan(len(planned), stats.skipped)
     runner = Runner(
-        policy, results, concurrency=concurrency, system_prompt=system_prompt,
-        history_window=history_window, env_timeout_s=env_timeout_s, on_episode=on_episode,
+        policy,
+        results,
+        concurrency=concurrency,
+        system_prompt=system_prompt,
+        history_window=history_window,
+        env_timeout_s=env_timeout_s,
+        on_episode=on_episode,
     )
     clock = time.perf_counter()
     try:

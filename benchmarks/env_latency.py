@@ -85,7 +85,10 @@ def main() -> None:
     for row in rows:
         row["step_median_vs_gymnasium"] = row["step_median_us"] / reference["step_median_us"]
 
-    header = "| env | reset median µs | reset p99 µs | step median µs | step p99 µs | steps/s | step median ÷ Gymnasium FrozenLake-v1 |"
+    header = (
+        "| env | reset median µs | reset p99 µs | step median µs | step p99 µs | steps/s "
+        "| step median ÷ Gymnasium FrozenLake-v1 |"
+    )
     lines = [header, "|" + "---|" * 7]
     for row in [*rows, reference | {"step_median_vs_gymnasium": 1.0}]:
         lines.append(

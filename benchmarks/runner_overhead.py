@@ -72,7 +72,10 @@ def main() -> None:
                 "ratio": (runner_steps / runner_s) / (direct_steps / direct_s),
             }
         )
-    lines = ["| env | episodes | steps | direct steps/s | runner steps/s | runner ÷ direct |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| env | episodes | steps | direct steps/s | runner steps/s | runner ÷ direct |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in rows:
         lines.append(
             f"| {row['env']} | {row['episodes']} | {row['steps']} | {row['direct_steps_per_s']:,.0f} | "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,20 @@ def test_unknown_env_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_eval_prints_the_leaderboard_of_its_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["eval", "--env", "FrozenLake-v0", "--episodes", "10", "--policy", "oracle", "--policy", "random",
-            "--out", str(tmp_path), "--no-progress"]
+    argv = [
+        "eval",
+        "--env",
+        "FrozenLake-v0",
+        "--episodes",
+        "10",
+        "--policy",
+        "oracle",
+        "--policy",
+        "random",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     oracle = next(line for line in lines if line.startswith("FrozenLake-v0") and "oracle" in line)
@@ -57,8 +70,19 @@ def test_eval_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_leaderboard_command_writes_markdown_and_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     main(["eval", "--env", "Maze-v0", "--episodes", "3", "--out", str(tmp_path / "run"), "--no-progress"])
     capsys.readouterr()
-    assert main(["leaderboard", str(tmp_path / "run"), "--markdown", str(tmp_path / "board.md"),
-                 "--html", str(tmp_path / "board.html")]) == 0
+    assert (
+        main(
+            [
+                "leaderboard",
+                str(tmp_path / "run"),
+                "--markdown",
+                str(tmp_path / "board.md"),
+                "--html",
+                str(tmp_path / "board.html"),
+            ]
+        )
+        == 0
+    )
     assert "Maze-v0" in capsys.readouterr().out
     assert "| Maze-v0 |" in (tmp_path / "board.md").read_text()
     assert "<html" in (tmp_path / "board.html").read_text()
@@ -81,3 +105,99 @@ def test_play_reads_commands_until_the_episode_ends() -> None:
 def test_play_stops_on_quit_and_end_of_input() -> None:
     assert "Task 0" in run_play("FrozenLake-v0", "--task-id", "0", stdin=":quit\n")
     assert "Task " in run_play("FrozenLake-v0", "--split", "test", "--seed", "1", stdin="")
+
+
+def test_eval_an_openai_policy_against_serve_model(tmp_path: Path, tiny_model_with_long_context_path: Path) -> None:
+    """The whole LLM path: `agentgym serve-model` in its own process, `agentgym eval` over HTTP."""
+    import socket
+
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentgym.cli",
+            "serve-model",
+            str(tiny_model_with_long_context_path),
+            "--port",
+            str(port),
+            "--device",
+            "cpu",
+            "--served-model-name",
+            "tiny",
+            "--log-level",
+            "warning",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        else:
+            pytest.fail(
+                f"serve-model did not start: {server.stderr.read().decode() if server.poll() is not None else ''}"
+            )
+        out = tmp_path / "tiny"
+        argv = [
+            "eval",
+            "--env",
+            "FrozenLake-v0",
+            "--env",
+            "Wordle-v0",
+            "--episodes",
+            "2",
+            "--max-turns",
+            "3",
+            "--policy",
+            f"openai:tiny@http://127.0.0.1:{port}/v1",
+            "--max-tokens",
+            "8",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+        assert main(argv) == 0
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert len(episodes) == 4 and all(record["status"] == "ok" for record in episodes)
+    for record in episodes:
+        assert record["steps"] == 3 and record["truncated"]
+        assert record["tokens"]["prompt"] > 0 and 3 <= record["tokens"]["completion"] <= 24
+        replies = [message["content"] for message in record["messages"] if message["role"] == "assistant"]
+        assert len(replies) == 3
+
+
+def test_eval_an_in_process_hf_policy(tmp_path: Path, tiny_model_with_long_context_path: Path) -> None:
+    argv = [
+        "eval",
+        "--env",
+        "Maze-v0",
+        "--episodes",
+        "4",
+        "--max-turns",
+        "2",
+        "--concurrency",
+        "4",
+        "--policy",
+        f"hf:{tiny_model_with_long_context_path}",
+        "--max-tokens",
+        "6",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
+    assert main(argv) == 0
+    episodes = [json.loads(line) for line in (tmp_path / "episodes.jsonl").read_text().splitlines()]
+    assert len(episodes) == 4 and all(record["status"] == "ok" and record["steps"] == 2 for record in episodes)
+    assert all(record["policy"] == "tiny-llama-2k" and record["tokens"]["completion"] > 0 for record in episodes)

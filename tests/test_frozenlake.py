@@ -34,12 +34,14 @@ def test_maps_are_solvable_deterministic_and_varied() -> None:
 
 def test_train_and_test_maps_never_coincide() -> None:
     env = FrozenLakeEnv()
+
     def maps(ids: range) -> set[tuple[str, ...]]:
         found = set()
         for task_id in ids:
             env.reset(options={"task_id": task_id})
             found.add(tuple(env.grid))
         return found
+
     train, test = maps(range(0, 3000)), maps(range(11_000, 12_000))
     assert not train & test
 

@@ -83,9 +83,9 @@ def test_mazes_are_perfect_with_start_and_goal_far_apart(size: int) -> None:
         # Border is wall; squares between two cell rows and two cell columns are wall too.
         assert all(r % 2 or c % 2 for r, c in open_squares)
         assert all(0 < r < width - 1 and 0 < c < width - 1 for r, c in open_squares)
-        links = sum(
-            (r, c + 1) in open_squares for r, c in open_squares
-        ) + sum((r + 1, c) in open_squares for r, c in open_squares)
+        links = sum((r, c + 1) in open_squares for r, c in open_squares) + sum(
+            (r + 1, c) in open_squares for r, c in open_squares
+        )
         from_start = distances(grid, env.position)
         assert set(from_start) == open_squares  # connected
         assert links == len(open_squares) - 1  # a tree: no cycles
@@ -99,9 +99,7 @@ def test_same_task_same_episode(env_id: str) -> None:
     first, second = gym.make(env_id), gym.make(env_id)
     actions = ["up", "left", "down", "right", "jump", "u", "r", "d", "l"] * 3
     for task_id in (0, 1, 10_500, 11_999):
-        assert first.reset(seed=1, options={"task_id": task_id}) == second.reset(
-            seed=2, options={"task_id": task_id}
-        )
+        assert first.reset(seed=1, options={"task_id": task_id}) == second.reset(seed=2, options={"task_id": task_id})
         for action in actions:
             assert first.step(action) == second.step(action)
 
@@ -135,9 +133,7 @@ def test_partial_view_shows_only_squares_seen(radius: int) -> None:
         for _ in range(40):
             row, col = env.position
             seen |= {
-                (r, c)
-                for r in range(row - radius, row + radius + 1)
-                for c in range(col - radius, col + radius + 1)
+                (r, c) for r in range(row - radius, row + radius + 1) for c in range(col - radius, col + radius + 1)
             }
             shown = shown_grid(observation, env.width)
             for r in range(env.width):

@@ -74,7 +74,9 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         time.sleep(server.delay_s)
         if status == 200:
             body = {
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": "Action: up"}, "finish_reason": "stop"}],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "Action: up"}, "finish_reason": "stop"}
+                ],
                 "usage": {"prompt_tokens": 17, "completion_tokens": 3, "total_tokens": 20},
             }
         else:

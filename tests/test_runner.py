@@ -143,8 +143,10 @@ def test_random_policy_is_reproducible(tmp_path: Path) -> None:
     items = [EvalItem("Sokoban-v0", 4)]
     evaluate(RandomPolicy(), items, tmp_path / "a", concurrency=4)
     evaluate(RandomPolicy(), items, tmp_path / "b", concurrency=1)
+
     def actions(folder: Path) -> dict[str, list[str]]:
         return {key: [turn["action"] for turn in record["turns"]] for key, record in read_episodes(folder).items()}
+
     assert actions(tmp_path / "a") == actions(tmp_path / "b")
 
 
@@ -196,8 +198,23 @@ def test_partial_last_line_is_cut_on_resume(tmp_path: Path) -> None:
 def test_kill_9_during_eval_then_resume_completes_without_duplicates(tmp_path: Path) -> None:
     out = tmp_path / "run"
     command = [
-        sys.executable, "-m", "agentgym.cli", "eval", "--env", "Sokoban-2Boxes-v0", "--episodes", "400",
-        "--split", "train", "--policy", "random", "--concurrency", "16", "--out", str(out), "--no-progress",
+        sys.executable,
+        "-m",
+        "agentgym.cli",
+        "eval",
+        "--env",
+        "Sokoban-2Boxes-v0",
+        "--episodes",
+        "400",
+        "--split",
+        "train",
+        "--policy",
+        "random",
+        "--concurrency",
+        "16",
+        "--out",
+        str(out),
+        "--no-progress",
     ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     episodes_path = out / EPISODES_FILE

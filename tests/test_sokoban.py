@@ -8,9 +8,9 @@ from collections import deque
 
 import gymnasium as gym
 import pytest
+from episodes import play_oracle
 
 import agentgym
-from episodes import play_oracle
 from agentgym.environments.sokoban import SPLITS
 from agentgym.environments.sokoban.env import Room, SokobanEnv
 
@@ -198,15 +198,34 @@ def test_action_spellings(reply: str) -> None:
 
 
 def test_score_is_the_fraction_of_boxes_on_targets() -> None:
-    env = load([
-        "#######",
-        "#     #",
-        "#@$ . #",
-        "# $  .#",
-        "#     #",
-        "#######",
-    ])
-    moves = "right right right up right down left left left left down right right down right up".split()
+    env = load(
+        [
+            "#######",
+            "#     #",
+            "#@$ . #",
+            "# $  .#",
+            "#     #",
+            "#######",
+        ]
+    )
+    moves = [
+        "right",
+        "right",
+        "right",
+        "up",
+        "right",
+        "down",
+        "left",
+        "left",
+        "left",
+        "left",
+        "down",
+        "right",
+        "right",
+        "down",
+        "right",
+        "up",
+    ]
     rewards, feedback = [], []
     for move in moves:
         observation, reward, terminated, _, info = env.step(move)
@@ -219,13 +238,15 @@ def test_score_is_the_fraction_of_boxes_on_targets() -> None:
 
 
 def test_solving_ends_the_episode_with_success() -> None:
-    env = load([
-        "#######",
-        "#     #",
-        "# @$ .#",
-        "#     #",
-        "#######",
-    ])
+    env = load(
+        [
+            "#######",
+            "#     #",
+            "# @$ .#",
+            "#     #",
+            "#######",
+        ]
+    )
     _, reward, terminated, _, info = env.step("right")
     assert reward == 0.0 and not terminated
     observation, reward, terminated, _, info = env.step("right")
@@ -266,14 +287,16 @@ def test_without_end_on_deadlock_the_episode_goes_on_and_the_oracle_still_answer
 
 
 def test_dead_cells_and_frozen_blocks() -> None:
-    room, _, boxes = parse([
-        "#######",
-        "#     #",
-        "# $$  #",
-        "# $$ .#",
-        "#. .. #",
-        "#######",
-    ])
+    room, _, boxes = parse(
+        [
+            "#######",
+            "#     #",
+            "# $$  #",
+            "# $$ .#",
+            "#. .. #",
+            "#######",
+        ]
+    )
     width = room.width
     assert room.dead >> (1 * width + 1) & 1 and room.dead >> (4 * width + 5) & 1  # corners
     assert room.dead >> (1 * width + 3) & 1  # along the top wall, which has no target
@@ -291,25 +314,29 @@ def test_solver_on_hand_made_levels() -> None:
     pushes = corridor.solve(player, boxes, node_limit=1_000)
     assert len(pushes) == 3 and list(corridor.plan(player, boxes, pushes).values()) == ["right"] * 3
 
-    corner, player, boxes = parse([
-        "######",
-        "#@   #",
-        "# $  #",
-        "#  . #",
-        "######",
-    ])
+    corner, player, boxes = parse(
+        [
+            "######",
+            "#@   #",
+            "# $  #",
+            "#  . #",
+            "######",
+        ]
+    )
     pushes = corner.solve(player, boxes, node_limit=1_000)
     assert len(pushes) == 2 and len(corner.plan(player, boxes, pushes)) == 5
 
     # Round the pillar: left, up, up, right, right (or the mirror image); 11 moves.
-    pillar, player, boxes = parse([
-        "########",
-        "#   .  #",
-        "#  ##  #",
-        "#  $   #",
-        "#  @   #",
-        "########",
-    ])
+    pillar, player, boxes = parse(
+        [
+            "########",
+            "#   .  #",
+            "#  ##  #",
+            "#  $   #",
+            "#  @   #",
+            "########",
+        ]
+    )
     pushes = pillar.solve(player, boxes, node_limit=1_000)
     assert len(pushes) == 5 == fewest_pushes(pillar, player, boxes)
     assert len(pillar.plan(player, boxes, pushes)) == 11
@@ -317,13 +344,15 @@ def test_solver_on_hand_made_levels() -> None:
     one_push, player, boxes = parse(["#####", "#@$.#", "#####"])
     assert one_push.solve(player, boxes, node_limit=10) == [(7, 1)]  # box cell 7, pushed right (+1)
 
-    stuck, player, boxes = parse([
-        "######",
-        "#@ $ #",
-        "#   .#",
-        "# $ .#",
-        "######",
-    ])
+    stuck, player, boxes = parse(
+        [
+            "######",
+            "#@ $ #",
+            "#   .#",
+            "# $ .#",
+            "######",
+        ]
+    )
     assert stuck.solve(player, boxes, node_limit=100_000) is None  # the top box cannot leave the top wall
     assert fewest_pushes(stuck, player, boxes) is None
 

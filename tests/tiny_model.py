@@ -40,7 +40,7 @@ _CORPUS = [
 ]
 
 
-def build_tiny_model(folder: Path) -> Path:
+def build_tiny_model(folder: Path, context_length: int = 256) -> Path:
     """Build and save the tiny model and its tokenizer in ``folder``; return ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = _train_tokenizer()
@@ -51,7 +51,7 @@ def build_tiny_model(folder: Path) -> Path:
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=256,
+        max_position_embeddings=context_length,
         # Large random weights give peaked next-token distributions, so greedy decoding
         # does not hinge on ties that float rounding could break either way.
         initializer_range=0.2,

@@ -49,7 +49,12 @@ class OpenAIPolicy(Policy):
         self.base_url = base_url.rstrip("/")
         self.sampling = {
             key: value
-            for key, value in {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "stop": stop}.items()
+            for key, value in {
+                "temperature": temperature,
+                "top_p": top_p,
+                "max_tokens": max_tokens,
+                "stop": stop,
+            }.items()
             if value is not None
         } | dict(extra_body or {})
         self.max_retries = max_retries

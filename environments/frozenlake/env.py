@@ -69,8 +69,7 @@ class FrozenLakeEnv(TextEnv):
         )
         return (
             "Actions: left, down, right, up. Reply with one of them, e.g. 'Action: down'.\n"
-            "Map legend: P you, F frozen ice (safe), H hole, G goal, S start. Row 1 is the top."
-            + slip
+            "Map legend: P you, F frozen ice (safe), H hole, G goal, S start. Row 1 is the top." + slip
         )
 
     def _generate(self, task_id: int) -> str:

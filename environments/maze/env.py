@@ -147,9 +147,7 @@ class MazeEnv(TextEnv):
     def _execute(self, command: str) -> str:
         action = ALIASES.get(command.lower())
         if action is None:
-            raise InvalidAction(
-                "expected one of up, down, left, right (or their first letters u, d, l, r)."
-            )
+            raise InvalidAction("expected one of up, down, left, right (or their first letters u, d, l, r).")
         d_row, d_col = MOVES[action]
         row, col = self.position[0] + d_row, self.position[1] + d_col
         if self.grid[row][col] == WALL:
