@@ -31,24 +31,33 @@ def episode_key(env_id: str, split: str, task_id: int, repeat: int) -> str:
     return f"{env_id}/{split}/{task_id}/{repeat}"
 
 
-def read_episodes(path: Path) -> dict[str, dict[str, Any]]:
-    """The episodes of a results folder (or an ``episodes.jsonl`` path) by key, later records winning.
+def iter_records(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of a results folder (or an ``episodes.jsonl`` path) in file order.
 
-    A final line without its newline (a write cut short by a crash) is ignored.
+    A final line without its newline (a write cut short by a crash) is skipped.
     """
     path = Path(path)
     if path.is_dir():
         path = path / EPISODES_FILE
-    episodes: dict[str, dict[str, Any]] = {}
     if not path.exists():
-        return episodes
+        return
     with path.open("rb") as file:
         for line in file:
             if not line.endswith(b"\n"):
-                break
-            record = json.loads(line)
-            episodes[record["key"]] = record
-    return episodes
+                return
+            yield _decode(line)
+
+
+def _decode(line: bytes) -> dict[str, Any]:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:  # NaN or Infinity, which Python's json writes and reads
+        return json.loads(line)
+
+
+def read_episodes(path: Path) -> dict[str, dict[str, Any]]:
+    """The episodes of a results folder by key, later records of a key winning."""
+    return {record["key"]: record for record in iter_records(path)}
 
 
 def read_run(folder: Path) -> dict[str, Any]:
@@ -57,11 +66,15 @@ def read_run(folder: Path) -> dict[str, Any]:
 
 
 class ResultsFolder:
-    """Writer for one results folder; reopening an existing one resumes it."""
+    """Writer for one results folder; reopening an existing one resumes it.
+
+    Only the status of each episode key stays in memory (``statuses``), not the records,
+    so a long run's memory does not grow with its trajectories.
+    """
 
     def __init__(self, folder: Path | str) -> None:
         self.folder = Path(folder)
-        self.episodes: dict[str, dict[str, Any]] = {}
+        self.statuses: dict[str, str] = {}
         self._file: IO[bytes] | None = None
 
     def open(self, run: dict[str, Any]) -> None:
@@ -82,7 +95,7 @@ class ResultsFolder:
             _atomic_write(run_path, json.dumps(run, indent=2) + "\n")
         episodes_path = self.folder / EPISODES_FILE
         _cut_partial_line(episodes_path)
-        self.episodes = read_episodes(episodes_path)
+        self.statuses = {record["key"]: record["status"] for record in iter_records(episodes_path)}
         self._file = episodes_path.open("ab")
 
     def append(self, record: dict[str, Any]) -> None:
@@ -90,7 +103,7 @@ class ResultsFolder:
         assert self._file is not None, "open() the folder first"
         self._file.write(encode_record(record) + b"\n")
         self._file.flush()
-        self.episodes[record["key"]] = record
+        self.statuses[record["key"]] = record["status"]
 
     def close(self) -> None:
         if self._file is not None:
@@ -98,9 +111,6 @@ class ResultsFolder:
             os.fsync(self._file.fileno())
             self._file.close()
             self._file = None
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self.episodes.values())
 
 
 def encode_record(record: dict[str, Any]) -> bytes:

@@ -406,8 +406,8 @@ async def run_eval(
     planned = plan(items, seed)
 
     def finished(key: str) -> bool:
-        record = results.episodes.get(key)
-        return record is not None and (record["status"] == "ok" or not retry_errors)
+        status = results.statuses.get(key)
+        return status is not None and (status == "ok" or not retry_errors)
 
     todo = [episode for episode in planned if not finished(episode.key)]
     stats = RunStats(planned=len(planned), skipped=len(planned) - len(todo))

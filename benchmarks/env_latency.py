@@ -13,18 +13,15 @@ same run as a reference, so the ratio column is comparable across machines.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import random
 import statistics
 import time
-from pathlib import Path
 
 import gymnasium as gym
+from recording import record
 
 import agentgym
 
-RESULTS = Path(__file__).parent / "results"
 REFERENCE = "FrozenLake-v1"  # Gymnasium's own, integer actions
 
 
@@ -100,13 +97,8 @@ def main() -> None:
     print(table)
     if args.no_write:
         return
-    RESULTS.mkdir(exist_ok=True)
-    machine = f"{platform.processor() or platform.machine()}, Python {platform.python_version()}"
-    (RESULTS / "env_latency.md").write_text(
-        f"# Env latency\n\n`python benchmarks/env_latency.py` ({args.steps} steps, {args.resets} resets per env; "
-        f"{machine}; target: median step under 50 µs)\n\n{table}\n"
-    )
-    (RESULTS / "env_latency.json").write_text(json.dumps({"reference": reference, "envs": rows}, indent=2) + "\n")
+    setup = f"{args.steps} steps, {args.resets} resets per env; target: median step under 50 µs"
+    record("env_latency", "Env latency", setup, table, {"reference": reference, "envs": rows})
 
 
 if __name__ == "__main__":

@@ -13,18 +13,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import platform
 import tempfile
 import time
-from pathlib import Path
 
 import gymnasium as gym
+from recording import record
 
 from agentgym.policies import OraclePolicy
 from agentgym.runner import EvalItem, plan, run_eval
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def direct(item: EvalItem) -> tuple[int, float]:
@@ -85,14 +81,11 @@ def main() -> None:
     print(table)
     if args.no_write:
         return
-    RESULTS.mkdir(exist_ok=True)
-    machine = f"{platform.processor() or platform.machine()}, Python {platform.python_version()}"
-    (RESULTS / "runner_overhead.md").write_text(
-        f"# Runner overhead\n\n`python benchmarks/runner_overhead.py` (oracle policy, concurrency "
-        f"{args.concurrency}, {args.episodes} train episodes per env; {machine}; target: runner >= 50% of direct)\n\n"
-        f"{table}\n"
+    setup = (
+        f"oracle policy, concurrency {args.concurrency}, {args.episodes} train episodes per env; "
+        "target: runner >= 50% of direct"
     )
-    (RESULTS / "runner_overhead.json").write_text(json.dumps(rows, indent=2) + "\n")
+    record("runner_overhead", "Runner overhead", setup, table, rows)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,20 @@
+"""Shared by the benchmark scripts: record a result table in ``benchmarks/results/``."""
+
+from __future__ import annotations
+
+import json
+import platform
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def record(name: str, title: str, setup: str, table: str, data: Any) -> None:
+    """Write ``results/<name>.md`` (title, how it was run, machine, table) and ``results/<name>.json``."""
+    RESULTS.mkdir(exist_ok=True)
+    machine = f"{platform.processor() or platform.machine()}, {platform.system()}, Python {platform.python_version()}"
+    (RESULTS / f"{name}.md").write_text(
+        f"# {title}\n\n`python benchmarks/{name}.py` ({setup}; {machine})\n\n{table}\n", encoding="utf-8"
+    )
+    (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
