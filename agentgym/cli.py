@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import re
@@ -63,6 +64,9 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _play(args: argparse.Namespace) -> int:
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401  (line editing and history for input())
+
     env = gym.make(env_info(args.env_id).id)
     options = {"task_id": args.task_id} if args.task_id is not None else {"split": args.split}
     observation, info = env.reset(seed=args.seed, options=options)
