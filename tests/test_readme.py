@@ -1,0 +1,20 @@
+"""The README's Python examples run as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).parent.parent / "README.md"
+EXAMPLES = re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
+
+
+def test_readme_has_examples() -> None:
+    assert len(EXAMPLES) >= 2
+
+
+@pytest.mark.parametrize("code", EXAMPLES, ids=[f"example-{index}" for index in range(len(EXAMPLES))])
+def test_readme_example_runs(code: str) -> None:
+    exec(compile(code, str(README), "exec"), {"__name__": "readme_example"})
