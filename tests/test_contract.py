@@ -19,6 +19,8 @@ import agentgym
 from agentgym.core import TextEnv
 
 ENV_IDS = [info.id for info in agentgym.list_envs()]
+#: Single-agent views of games: their oracle is a strong player, not a solver that always wins.
+PUZZLE_IDS = [info.id for info in agentgym.list_envs() if info.family != "multiagent"]
 ORACLE_TASKS = 200
 REQUIRED_INFO = {"task_id", "split", "instruction", "action", "invalid_action", "success", "score", "steps"}
 
@@ -98,7 +100,7 @@ def test_slippery_frozenlake_is_deterministic_per_seed() -> None:
     assert trajectories[0] == trajectories[1]
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("env_id", PUZZLE_IDS)
 def test_oracle_solves_tasks(env_id: str) -> None:
     env = gym.make(env_id)
     results = [play_oracle(env, task_id, seed=task_id) for task_id in spread_task_ids(env_id, ORACLE_TASKS)]

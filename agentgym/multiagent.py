@@ -1,0 +1,378 @@
+"""Multi-agent text games on PettingZoo's AEC API, and a single-agent view of any of them.
+
+:class:`TextGame` implements the turn loop once, following PettingZoo's AEC contract
+(``agent_iter``, ``last``, ``step``). Each agent observes ``{"text": ...}``: the rules, the
+events it may see, its view of the state, the legal moves, and, after an illegal move,
+why it was illegal. The action is the agent's raw reply, parsed like every agentgym env
+(:func:`agentgym.core.parse_action`). An illegal or unparseable move gives the same agent
+another try, up to ``max_illegal_moves`` in a row; one more and it forfeits the game.
+``step`` never raises on any string.
+
+A game supplies the rules: ``_setup`` (deal, empty board), ``_current_agent``,
+``_legal_moves``, ``_apply`` (one move; raises :class:`~agentgym.core.InvalidAction`),
+``_view`` and ``_outcome``; and scripted ``players`` (``random`` and stronger ones).
+
+:class:`GameEnv` plays a game as a single-agent Gymnasium env (a :class:`TextEnv`) against
+a fixed scripted opponent: ``gym.make("TicTacToe-vs-Minimax-v0")``. Its task id seeds the
+game and picks the learner's seat.
+"""
+
+from __future__ import annotations
+
+import abc
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from gymnasium import spaces
+from gymnasium.envs.registration import load_env_creator
+from pettingzoo import AECEnv
+
+from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText, parse_action, quote
+
+#: A scripted player: (game, the agent it plays, a generator) -> its move.
+Player = Callable[["TextGame", str, random.Random], str]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a game ended: each agent's reward, the winner (``None`` for a draw or a team result) and why."""
+
+    rewards: dict[str, float]
+    winner: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened, and who may see it (``None``: everyone)."""
+
+    text: str
+    visible_to: frozenset[str] | None = None
+
+
+class TextGame(AECEnv, abc.ABC):
+    """Base of agentgym's turn-based text games (see the module docstring)."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "name": "text_game", "is_parallelizable": False}
+    #: The agents' names, e.g. ``("player_0", "player_1")``.
+    agent_names: ClassVar[tuple[str, ...]]
+    #: Scripted players by name; every game has ``"random"``.
+    players: ClassVar[dict[str, Player]]
+    #: The strongest scripted player: the oracle of the single-agent view.
+    strong_player: ClassVar[str]
+    #: Each agent's worst and best possible game reward (scales the single-agent score).
+    reward_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
+    #: Valid moves after which the game is cut off as a draw (truncation).
+    max_moves: ClassVar[int] = 200
+    max_observation_chars: ClassVar[int] = 200_000
+    max_action_chars: ClassVar[int] = 65_536
+
+    def __init__(self, max_illegal_moves: int = 2, render_mode: str | None = None) -> None:
+        super().__init__()
+        if render_mode not in (None, "ansi"):
+            raise ValueError("render_mode must be 'ansi' or None")
+        if max_illegal_moves < 0:
+            raise ValueError("max_illegal_moves must be >= 0")
+        self.render_mode = render_mode
+        self.max_illegal_moves = max_illegal_moves
+        self.possible_agents = list(self.agent_names)
+        self.observation_spaces = {
+            agent: spaces.Dict({"text": UnicodeText(self.max_observation_chars)}) for agent in self.possible_agents
+        }
+        self.action_spaces = {agent: UnicodeText(self.max_action_chars) for agent in self.possible_agents}
+        self._seeds = random.Random()
+        self.game_seed = 0
+        self.rng = random.Random()
+        self.events: list[Event] = []
+        self.outcome: Outcome | None = None
+
+    # ---- what a game implements ---------------------------------------------------
+
+    @property
+    @abc.abstractmethod
+    def rules(self) -> str:
+        """The rules and the move syntax, shown at the top of every observation."""
+
+    @abc.abstractmethod
+    def _setup(self) -> None:
+        """Start a new game (use ``self.rng`` for any chance: deals, dice)."""
+
+    @abc.abstractmethod
+    def _current_agent(self) -> str:
+        """The agent to move."""
+
+    @abc.abstractmethod
+    def _legal_moves(self, agent: str) -> list[str] | None:
+        """The legal moves of ``agent`` now, or ``None`` where they are not enumerable."""
+
+    @abc.abstractmethod
+    def _apply(self, agent: str, move: str) -> list[Event]:
+        """Play ``move`` for ``agent``; return what happened. Raise ``InvalidAction`` if illegal."""
+
+    @abc.abstractmethod
+    def _view(self, agent: str) -> str:
+        """The state as ``agent`` sees it (board, own cards, ...)."""
+
+    @abc.abstractmethod
+    def _outcome(self) -> Outcome | None:
+        """How the game ended, or ``None`` while it goes on."""
+
+    def _forfeit(self, agent: str) -> Outcome:
+        """The outcome when ``agent`` forfeits: it loses, the others share the win."""
+        low, high = self.reward_range
+        others = [other for other in self.possible_agents if other != agent]
+        rewards = {other: high / len(others) for other in others} | {agent: low}
+        return Outcome(rewards, others[0] if len(others) == 1 else None, f"{agent} forfeited after illegal moves")
+
+    # ---- the AEC API ----------------------------------------------------------------
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self.action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Start a game; ``seed`` fixes every chance event and the seeds of later unseeded resets."""
+        if seed is not None:
+            self._seeds = random.Random(seed)
+        self.game_seed = self._seeds.getrandbits(63)
+        self.rng = random.Random(self.game_seed)
+        self.agents = list(self.possible_agents)
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.events = []
+        self.outcome = None
+        self.moves = 0
+        self._illegal = dict.fromkeys(self.agents, 0)
+        self._feedback = dict.fromkeys(self.agents, "")
+        self._setup()
+        self.agent_selection = self._current_agent()
+        self.infos = {agent: self._agent_info(agent, invalid=False) for agent in self.agents}
+
+    def observe(self, agent: str) -> dict[str, str]:
+        """``{"text": ...}``: rules, visible events, the agent's view, legal moves and feedback."""
+        parts = [self.rules]
+        seen = [event.text for event in self.events if event.visible_to is None or agent in event.visible_to]
+        if seen:
+            parts.append("What happened so far:\n" + "\n".join(seen))
+        parts.append(self._view(agent))
+        if self._feedback.get(agent):
+            parts.append(self._feedback[agent])
+        parts.append(self._prompt(agent))
+        return {"text": "\n\n".join(parts)}
+
+    def step(self, action: Any) -> None:
+        """Play the selected agent's reply (``None`` for an agent whose game is over)."""
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        self._clear_rewards()
+        reply = action if isinstance(action, str) else "" if action is None else str(action)
+        move = parse_action(reply)
+        invalid = False
+        try:
+            self.events.extend(self._apply(agent, move))
+            self.moves += 1
+            self._illegal[agent], self._feedback[agent] = 0, ""
+            self.outcome = self._outcome()
+        except InvalidAction as error:
+            invalid = True
+            self._illegal[agent] += 1
+            tries = self.max_illegal_moves + 1 - self._illegal[agent]
+            if tries <= 0:
+                self.outcome = self._forfeit(agent)
+            else:
+                self._feedback[agent] = f"Your move {quote(move)} is illegal: {error} You have {tries} more tries."
+        if self.outcome is not None:
+            self._finish(self.outcome, truncated=False)
+        elif self.moves >= self.max_moves:
+            self._finish(Outcome(dict.fromkeys(self.agents, 0.0), None, "move limit reached"), truncated=True)
+        else:
+            self.agent_selection = self._current_agent()
+        self.infos = {name: self._agent_info(name, invalid and name == agent) for name in self.agents}
+        self._accumulate_rewards()
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._view(self.agent_selection)
+        return None
+
+    def close(self) -> None:
+        pass
+
+    # ---- helpers for games and views ------------------------------------------------
+
+    def legal_moves(self, agent: str) -> list[str] | None:
+        """The legal moves of ``agent`` if it is to move, else ``[]``."""
+        if self.outcome is not None or agent != self.agent_selection:
+            return []
+        return self._legal_moves(agent)
+
+    def play(self, player: str, agent: str, rng: random.Random) -> str:
+        """The move the scripted ``player`` makes for ``agent`` now."""
+        return self.players[player](self, agent, rng)
+
+    def _prompt(self, agent: str) -> str:
+        if self.outcome is not None:
+            winner = f" {self.outcome.winner} wins." if self.outcome.winner else ""
+            return f"The game is over: {self.outcome.reason}.{winner}"
+        if agent != self.agent_selection:
+            return f"Waiting for {self.agent_selection} to move."
+        moves = self._legal_moves(agent)
+        listed = f" Legal moves: {', '.join(moves)}." if moves else ""
+        return f"You are {agent} and it is your turn.{listed} End your reply with 'Action: <move>'."
+
+    def _finish(self, outcome: Outcome, truncated: bool) -> None:
+        self.outcome = outcome
+        for agent in self.agents:
+            self.rewards[agent] = outcome.rewards.get(agent, 0.0)
+            if truncated:
+                self.truncations[agent] = True
+            else:
+                self.terminations[agent] = True
+
+    def _agent_info(self, agent: str, invalid: bool) -> dict[str, Any]:
+        info: dict[str, Any] = {"invalid_action": invalid, "game_seed": self.game_seed}
+        moves = self.legal_moves(agent)
+        if moves is not None:
+            info["available_actions"] = moves
+        if self.outcome is not None:
+            info |= {"winner": self.outcome.winner, "reason": self.outcome.reason}
+        return info
+
+
+def random_legal_move(game: TextGame, agent: str, rng: random.Random) -> str:
+    """The ``random`` player of games whose legal moves are enumerable."""
+    moves = game.legal_moves(agent)
+    if not moves:
+        raise ValueError(f"{type(game).__name__} has no enumerable legal moves for {agent}")
+    return rng.choice(moves)
+
+
+# ---- the game registry -------------------------------------------------------------------
+
+_GAMES: dict[str, str] = {}
+
+
+def register_game(game_id: str, entry_point: str) -> None:
+    """Register a :class:`TextGame` class (``"module:Class"``) under ``game_id``."""
+    _GAMES[game_id] = entry_point
+
+
+def list_games() -> list[str]:
+    """The registered game ids."""
+    return sorted(_GAMES)
+
+
+def make_game(game_id: str, **kwargs: Any) -> TextGame:
+    """A new instance of a registered game, e.g. ``make_game("TicTacToe-v0")``."""
+    try:
+        entry_point = _GAMES[game_id]
+    except KeyError:
+        raise KeyError(f"unknown game {game_id!r}; known games: {', '.join(list_games())}") from None
+    return load_env_creator(entry_point)(**kwargs)
+
+
+# ---- the single-agent view -----------------------------------------------------------------
+
+GAME_SPLITS = TaskSplits(train=100_000, dev=1_000, test=1_000)
+
+
+class GameEnv(TextEnv):
+    """A game played as a single-agent env against a fixed scripted opponent.
+
+    Task ``task_id`` seeds the game (deals, dice) and seats the learner: seat
+    ``task_id % players`` unless ``seat`` names one. The opponent's moves happen inside
+    ``step``, and every observation is the learner's. Reward and score: 0 until the end,
+    then the learner's game reward scaled from the game's ``reward_range`` to [0, 1] (a
+    win 1, a draw 0.5, a loss 0 in zero-sum games); success is winning (in team games, a
+    positive reward). The oracle plays the game's strongest scripted player.
+    """
+
+    splits = GAME_SPLITS
+    metadata = {**TextEnv.metadata, "inline_safe": True}
+
+    def __init__(
+        self,
+        game: str,
+        opponent: str = "random",
+        seat: str | None = None,
+        game_kwargs: dict[str, Any] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(render_mode)
+        self.game = make_game(game, **(game_kwargs or {}))
+        if opponent not in self.game.players:
+            raise ValueError(f"unknown opponent {opponent!r} for {game}; known: {sorted(self.game.players)}")
+        if seat is not None and seat not in self.game.possible_agents:
+            raise ValueError(f"unknown seat {seat!r}; seats are {self.game.possible_agents}")
+        self.game_id = game
+        self.opponent = opponent
+        self.seat = seat
+        self.learner = self.game.possible_agents[0]
+        self._opponent_rng = random.Random()
+
+    @property
+    def action_syntax(self) -> str:
+        return "Reply with your move; end your reply with a line 'Action: <move>'."
+
+    def _generate(self, task_id: int) -> str:
+        agents = self.game.possible_agents
+        self.learner = self.seat or agents[task_id % len(agents)]
+        self.game.reset(seed=task_id)
+        self._opponent_rng = random.Random(task_id)
+        self._play_opponents()
+        self._settle()
+        return f"You play {self.game_id.removesuffix('-v0')} as {self.learner} against a {self.opponent} opponent."
+
+    def _describe(self) -> str:
+        return self.game.observe(self.learner)["text"]
+
+    def _execute(self, command: str) -> str:
+        game = self.game
+        game.step(command)
+        if game.infos[self.learner]["invalid_action"] and game.outcome is None:
+            raise InvalidAction("that move is not legal now.")
+        self._play_opponents()
+        self._settle()
+        return "The game is over." if self.terminated else "Your move was played."
+
+    def available_actions(self) -> list[str] | None:
+        return self.game.legal_moves(self.learner) if not self.terminated else []
+
+    def oracle_action(self) -> str:
+        return self.game.play(self.game.strong_player, self.learner, self._opponent_rng)
+
+    def random_action(self, rng: random.Random) -> str:
+        return self.game.play("random", self.learner, rng)
+
+    def _play_opponents(self) -> None:
+        game = self.game
+        while game.outcome is None and game.agent_selection != self.learner:
+            agent = game.agent_selection
+            game.step(game.play(self.opponent, agent, self._opponent_rng))
+
+    def _settle(self) -> None:
+        outcome = self.game.outcome
+        if outcome is None:
+            return
+        low, high = self.game.reward_range
+        reward = outcome.rewards.get(self.learner, 0.0)
+        self.score = (reward - low) / (high - low)
+        self.success = outcome.winner == self.learner or (outcome.winner is None and reward > 0)
+        self.terminated = True
+
+    def _info(self, command: str, invalid: bool) -> dict[str, Any]:
+        info = super()._info(command, invalid)
+        info["seat"] = self.learner
+        if self.game.outcome is not None:
+            info |= {"winner": self.game.outcome.winner, "reason": self.game.outcome.reason}
+            info["game_reward"] = self.game.outcome.rewards.get(self.learner, 0.0)
+        return info
