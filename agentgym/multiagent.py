@@ -338,8 +338,9 @@ class GameEnv(TextEnv):
     def _execute(self, command: str) -> str:
         game = self.game
         game.step(command)
-        if game.infos[self.learner]["invalid_action"] and game.outcome is None:
-            raise InvalidAction("that move is not legal now.")
+        if game.infos[self.learner]["invalid_action"]:
+            self._settle()
+            raise InvalidAction("too many illegal moves: you forfeit." if self.terminated else "that move is illegal.")
         self._play_opponents()
         self._settle()
         return "The game is over." if self.terminated else "Your move was played."

@@ -21,6 +21,7 @@ from agentgym.core import TextEnv
 ENV_IDS = [info.id for info in agentgym.list_envs()]
 #: Single-agent views of games: their oracle is a strong player, not a solver that always wins.
 PUZZLE_IDS = [info.id for info in agentgym.list_envs() if info.family != "multiagent"]
+GAME_IDS = [info.id for info in agentgym.list_envs() if info.family == "multiagent"]
 ORACLE_TASKS = 200
 REQUIRED_INFO = {"task_id", "split", "instruction", "action", "invalid_action", "success", "score", "steps"}
 
@@ -126,7 +127,7 @@ def test_slippery_frozenlake_oracle_matches_optimal_success_rate() -> None:
     assert 0.5 < rate < 1.0
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("env_id", PUZZLE_IDS)
 def test_truncation_at_max_episode_steps(env_id: str) -> None:
     env = gym.make(env_id)
     env.reset(options={"task_id": 0})
@@ -136,6 +137,18 @@ def test_truncation_at_max_episode_steps(env_id: str) -> None:
         assert info["invalid_action"] and reward == 0.0 and not terminated
         assert truncated == (step == limit)
     assert {"success", "score"} <= info.keys() and info["success"] is False
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+def test_games_forfeit_after_repeated_illegal_moves(env_id: str) -> None:
+    env = gym.make(env_id)
+    env.reset(options={"task_id": 0})
+    tries = env.unwrapped.game.max_illegal_moves + 1
+    for step in range(1, tries + 1):
+        observation, reward, terminated, truncated, info = env.step("this is not a move")
+        assert info["invalid_action"] and reward == 0.0 and not truncated
+        assert terminated == (step == tries)
+    assert info["success"] is False and info["score"] == 0.0 and "forfeit" in info["reason"]
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)

@@ -19,7 +19,7 @@ loses).
 from __future__ import annotations
 
 import random
-from functools import lru_cache
+from functools import cache
 
 from agentgym.core import InvalidAction
 from agentgym.multiagent import Event, Outcome, TextGame, random_legal_move
@@ -37,7 +37,7 @@ def winner_mark(board: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def minimax_value(board: str, mark: str) -> int:
     """The value of ``board`` for the player about to play ``mark``: +1 win, 0 draw, -1 loss."""
     if winner_mark(board) is not None:
@@ -103,7 +103,9 @@ def minimax_player(game: TextGame, agent: str, rng: random.Random) -> str:
     mark, other = MARKS[agent], "O" if MARKS[agent] == "X" else "X"
     board = game.board
     values = {
-        CELLS[i]: -minimax_value(board[:i] + mark + board[i + 1 :], other) for i, cell in enumerate(board) if cell == "."
+        CELLS[i]: -minimax_value(board[:i] + mark + board[i + 1 :], other)
+        for i, cell in enumerate(board)
+        if cell == "."
     }
     best = max(values.values())
     return rng.choice([move for move, value in values.items() if value == best])
