@@ -20,6 +20,15 @@ from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
 
 
 def _list(args: argparse.Namespace) -> int:
+    if args.games:
+        from agentgym.multiagent import list_games, make_game
+
+        rows = []
+        for game_id in list_games():
+            game = make_game(game_id)
+            rows.append((game_id, len(game.possible_agents), ", ".join(sorted(game.players)), game.strong_player))
+        print(format_table(("game", "players", "scripted players", "strongest"), rows))
+        return 0
     envs = list_envs(args.family)
     if args.json:
         print(json.dumps([info.to_dict() for info in envs], indent=2))
@@ -180,11 +189,64 @@ def _eval_policy(
     return out
 
 
-def _leaderboard(args: argparse.Namespace) -> int:
-    from agentgym.leaderboard import LeaderboardError, collect, format_markdown, format_terminal, write_html
+def _arena(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from tqdm import tqdm
+
+    from agentgym.arena import format_ratings, ratings, run_arena
+
+    specs = args.policy or []
+    out = Path(args.out) if args.out else Path("results") / "arena" / _slug(args.game)
+    system_prompt = Path(args.system_prompt_file).read_text() if args.system_prompt_file else DEFAULT_SYSTEM_PROMPT
+    options = {
+        key: value for key, value in (("temperature", args.temperature), ("top_p", args.top_p)) if value is not None
+    }
+    bars: list[tqdm] = []
+
+    def on_plan(total: int, done: int) -> None:
+        bars.append(tqdm(desc=args.game, total=total, initial=done, unit="game", disable=args.no_progress))
 
     try:
-        rows = write_html(args.dirs, args.html) if args.html else collect(args.dirs)
+        played = asyncio.run(
+            run_arena(
+                args.game,
+                specs,
+                out,
+                games_per_pair=args.games,
+                concurrency=args.concurrency,
+                seed=args.seed,
+                system_prompt=system_prompt,
+                retry_errors=args.retry_errors,
+                policy_options=options,
+                on_plan=on_plan,
+                on_match=lambda record: bars[0].update(1),
+            )
+        )
+    except KeyboardInterrupt:
+        print(f"\nInterrupted. Finished games are in {out}; run the same command again to resume.")
+        return 130
+    finally:
+        for bar in bars:
+            bar.close()
+    print(f"{out}: played {played} games.")
+    print(format_ratings(args.game, ratings(out)))
+    return 0
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    from agentgym.arena import format_ratings, ratings
+    from agentgym.leaderboard import LeaderboardError, collect, format_markdown, format_terminal, write_html
+    from agentgym.results import read_run
+
+    arenas = [folder for folder in args.dirs if _is_arena(folder)]
+    evals = [folder for folder in args.dirs if folder not in arenas]
+    for folder in arenas:
+        print(format_ratings(read_run(Path(folder))["game"], ratings(folder)) + "\n")
+    if not evals:
+        return 0
+    try:
+        rows = write_html(evals, args.html) if args.html else collect(evals)
     except LeaderboardError as error:
         print(f"agentgym: {error}", file=sys.stderr)
         return 2
@@ -192,6 +254,15 @@ def _leaderboard(args: argparse.Namespace) -> int:
         Path(args.markdown).write_text(format_markdown(rows), encoding="utf-8")
     print(format_terminal(rows))
     return 0
+
+
+def _is_arena(folder: str) -> bool:
+    from agentgym.results import read_run
+
+    try:
+        return read_run(Path(folder)).get("kind") == "arena"
+    except (OSError, ValueError):
+        return False
 
 
 def _serve_model(args: argparse.Namespace) -> int:
@@ -240,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="table of the registered environments")
     listing.add_argument("--family", help="only this family")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.add_argument("--games", action="store_true", help="list the multi-agent games instead")
     listing.set_defaults(run=_list)
 
     info = commands.add_parser("info", help="metadata and first observation of one environment")
@@ -279,6 +351,22 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
     evaluate.set_defaults(run=_eval)
+
+    arena = commands.add_parser("arena", help="round-robin matches between policies in a game, with ratings")
+    arena.add_argument("game", help="game id, e.g. TicTacToe-v0 (see `agentgym list --games`)")
+    arena.add_argument(
+        "--policy", action="append", help="a game player (random, minimax, ...), oracle, openai:MODEL[@URL] or hf:PATH"
+    )
+    arena.add_argument("--games", type=int, default=20, help="games per pair of policies (seats swapped)")
+    arena.add_argument("--concurrency", type=int, default=64, help="games in flight")
+    arena.add_argument("--out", help="results folder (default: results/arena/<game>)")
+    arena.add_argument("--seed", type=int, default=0, help="seeds the games' chance events")
+    arena.add_argument("--retry-errors", action="store_true", help="replay games a policy failed")
+    arena.add_argument("--system-prompt-file", help="file with the system prompt for LLM policies")
+    arena.add_argument("--temperature", type=float, help="sampling temperature (LLM policies)")
+    arena.add_argument("--top-p", type=float, help="nucleus sampling (LLM policies)")
+    arena.add_argument("--no-progress", action="store_true", help="no progress bar")
+    arena.set_defaults(run=_arena)
 
     board = commands.add_parser("leaderboard", help="rank policies from results folders (terminal, Markdown, HTML)")
     board.add_argument("dirs", nargs="+", metavar="DIR", help="results folders written by `agentgym eval`")

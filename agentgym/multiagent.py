@@ -288,6 +288,11 @@ GAME_SPLITS = TaskSplits(train=100_000, dev=1_000, test=1_000)
 class GameEnv(TextEnv):
     """A game played as a single-agent env against a fixed scripted opponent.
 
+    ``opponent`` is a scripted player's name or any :data:`Player` callable: the hook for
+    self-play, where a trainer passes a function that asks the current policy (or one
+    drawn from a pool of checkpoints) for the opponent's move from
+    ``game.observe(agent)["text"]``.
+
     Task ``task_id`` seeds the game (deals, dice) and seats the learner: seat
     ``task_id % players`` unless ``seat`` names one. The opponent's moves happen inside
     ``step``, and every observation is the learner's. Reward and score: 0 until the end,
@@ -302,14 +307,14 @@ class GameEnv(TextEnv):
     def __init__(
         self,
         game: str,
-        opponent: str = "random",
+        opponent: str | Player = "random",
         seat: str | None = None,
         game_kwargs: dict[str, Any] | None = None,
         render_mode: str | None = None,
     ) -> None:
         super().__init__(render_mode)
         self.game = make_game(game, **(game_kwargs or {}))
-        if opponent not in self.game.players:
+        if isinstance(opponent, str) and opponent not in self.game.players:
             raise ValueError(f"unknown opponent {opponent!r} for {game}; known: {sorted(self.game.players)}")
         if seat is not None and seat not in self.game.possible_agents:
             raise ValueError(f"unknown seat {seat!r}; seats are {self.game.possible_agents}")
@@ -330,7 +335,8 @@ class GameEnv(TextEnv):
         self._opponent_rng = random.Random(task_id)
         self._play_opponents()
         self._settle()
-        return f"You play {self.game_id.removesuffix('-v0')} as {self.learner} against a {self.opponent} opponent."
+        opponent = self.opponent if isinstance(self.opponent, str) else "fixed"
+        return f"You play {self.game_id.removesuffix('-v0')} as {self.learner} against a {opponent} opponent."
 
     def _describe(self) -> str:
         return self.game.observe(self.learner)["text"]
@@ -358,7 +364,10 @@ class GameEnv(TextEnv):
         game = self.game
         while game.outcome is None and game.agent_selection != self.learner:
             agent = game.agent_selection
-            game.step(game.play(self.opponent, agent, self._opponent_rng))
+            if isinstance(self.opponent, str):
+                game.step(game.play(self.opponent, agent, self._opponent_rng))
+            else:
+                game.step(self.opponent(game, agent, self._opponent_rng))
 
     def _settle(self) -> None:
         outcome = self.game.outcome

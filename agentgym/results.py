@@ -87,9 +87,11 @@ class ResultsFolder:
         if run_path.exists():
             previous = read_run(self.folder)
             if _comparable(previous) != _comparable(run):
+                changed = sorted(
+                    key for key in _comparable(previous) | _comparable(run) if previous.get(key) != run.get(key)
+                )
                 raise ValueError(
-                    f"{self.folder} holds a different run ({previous.get('policy')!r} on "
-                    f"{[item['env'] for item in previous.get('items', [])]}); use another --out"
+                    f"{self.folder} holds a different run (it differs in {', '.join(changed)}); use another --out"
                 )
         else:
             _atomic_write(run_path, json.dumps(run, indent=2) + "\n")
@@ -121,9 +123,13 @@ def encode_record(record: dict[str, Any]) -> bytes:
         return json.dumps(record, default=_jsonable).encode()
 
 
+#: ``run.json`` entries that may differ between the invocations of one resumed run.
+VOLATILE_RUN_KEYS = frozenset({"created", "agentgym_version", "policy_info"})
+
+
 def _comparable(run: dict[str, Any]) -> dict[str, Any]:
-    """The part of a run configuration that must match for a resume."""
-    return {key: run.get(key) for key in ("policy", "items", "split", "seed", "system_prompt", "history_window")}
+    """The part of a run configuration that must match for a resume: all but the volatile keys."""
+    return {key: value for key, value in run.items() if key not in VOLATILE_RUN_KEYS}
 
 
 def _cut_partial_line(path: Path, chunk: int = 1 << 16) -> None:
