@@ -15,6 +15,7 @@ from agentgym.core import (
     TextEnv,
     UnicodeText,
     parse_action,
+    split_reply,
 )
 from agentgym.registry import EnvInfo, env_info, list_envs, register, register_families
 from agentgym.wrappers import ChatWrapper
@@ -32,6 +33,7 @@ __all__ = [
     "list_envs",
     "parse_action",
     "register",
+    "split_reply",
 ]
 
 register_families()

@@ -143,25 +143,38 @@ _THINK_END = "</think>"
 _WRAPPING = " \t\r\n`*\"'"
 
 
-def parse_action(reply: str) -> str:
-    """Extract the command from an LLM reply.
+def split_reply(reply: str) -> tuple[str, str]:
+    """Split an LLM reply into (talk, command).
 
     Reasoning before a closing ``</think>`` is dropped. If a line starts with ``Action:``
-    (also ``**Action:**``, ``> action:`` and the like), the text after the last such line's
-    colon is the command; otherwise the whole reply is. Surrounding whitespace, quotes,
-    backticks and asterisks are stripped, and so is a final full stop or exclamation mark.
+    (also ``**Action:**``, ``> action:`` and the like), the command is the text after the
+    last such line's colon and the talk is everything before that line; otherwise the
+    whole reply is the command and the talk is empty. The command is stripped of
+    surrounding whitespace, quotes, backticks and asterisks, and of a final full stop or
+    exclamation mark; the talk of surrounding whitespace.
 
-    >>> parse_action("I should go up.\\nAction: up")
-    'up'
-    >>> parse_action("  `left` ")
-    'left'
+    >>> split_reply("I'll go up.\nAction: up")
+    ("I'll go up.", 'up')
     """
     end_of_thought = reply.rfind(_THINK_END)
     if end_of_thought >= 0:
         reply = reply[end_of_thought + len(_THINK_END) :]
-    commands = _ACTION_LINE.findall(reply)
-    command = commands[-1] if commands else reply
-    return command.strip(_WRAPPING).rstrip(".!").strip(_WRAPPING)
+    last = None
+    for last in _ACTION_LINE.finditer(reply):  # noqa: B007  (only the last match counts)
+        pass
+    talk, command = ("", reply) if last is None else (reply[: last.start()], last.group(1))
+    return talk.strip(), command.strip(_WRAPPING).rstrip(".!").strip(_WRAPPING)
+
+
+def parse_action(reply: str) -> str:
+    """The command in an LLM reply (see :func:`split_reply`).
+
+    >>> parse_action("I should go up.\nAction: up")
+    'up'
+    >>> parse_action("  `left` ")
+    'left'
+    """
+    return split_reply(reply)[1]
 
 
 def observation_text(observation: Any) -> str:

@@ -64,8 +64,11 @@ class TextGame(AECEnv, abc.ABC):
     strong_player: ClassVar[str]
     #: Each agent's worst and best possible game reward (scales the single-agent score).
     reward_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
-    #: Valid moves after which the game is cut off as a draw (truncation).
+    #: Valid moves after which the game is cut off as a draw (truncation); games whose
+    #: length depends on their options set it per instance.
     max_moves: ClassVar[int] = 200
+    #: Whether the agents are partners (one shared result) rather than opponents.
+    cooperative: ClassVar[bool] = False
     max_observation_chars: ClassVar[int] = 200_000
     max_action_chars: ClassVar[int] = 65_536
 
@@ -239,12 +242,13 @@ class TextGame(AECEnv, abc.ABC):
                 self.terminations[agent] = True
 
     def _agent_info(self, agent: str, invalid: bool) -> dict[str, Any]:
-        info: dict[str, Any] = {"invalid_action": invalid, "game_seed": self.game_seed}
+        info: dict[str, Any] = {"invalid_action": invalid}
         moves = self.legal_moves(agent)
         if moves is not None:
             info["available_actions"] = moves
         if self.outcome is not None:
-            info |= {"winner": self.outcome.winner, "reason": self.outcome.reason}
+            # The seed replays every chance event: shown only once nothing is hidden any more.
+            info |= {"winner": self.outcome.winner, "reason": self.outcome.reason, "game_seed": self.game_seed}
         return info
 
 
@@ -323,6 +327,7 @@ class GameEnv(TextEnv):
         self.seat = seat
         self.learner = self.game.possible_agents[0]
         self._opponent_rng = random.Random()
+        self._reply = ""
 
     @property
     def action_syntax(self) -> str:
@@ -335,15 +340,20 @@ class GameEnv(TextEnv):
         self._opponent_rng = random.Random(task_id)
         self._play_opponents()
         self._settle()
-        opponent = self.opponent if isinstance(self.opponent, str) else "fixed"
-        return f"You play {self.game_id.removesuffix('-v0')} as {self.learner} against a {opponent} opponent."
+        other = self.opponent if isinstance(self.opponent, str) else "fixed"
+        role = f"with a {other} partner" if self.game.cooperative else f"against a {other} opponent"
+        return f"You play {self.game_id.removesuffix('-v0')} as {self.learner} {role}."
 
     def _describe(self) -> str:
         return self.game.observe(self.learner)["text"]
 
+    def extract_action(self, reply: str) -> str:
+        self._reply = reply  # the game gets the whole reply: games with talk read the text before the action
+        return super().extract_action(reply)
+
     def _execute(self, command: str) -> str:
         game = self.game
-        game.step(command)
+        game.step(self._reply)
         if game.infos[self.learner]["invalid_action"]:
             self._settle()
             raise InvalidAction("too many illegal moves: you forfeit." if self.terminated else "that move is illegal.")
