@@ -234,3 +234,13 @@ def test_kill_9_during_eval_then_resume_completes_without_duplicates(tmp_path: P
     keys = [json.loads(line)["key"] for line in episodes_path.read_text().splitlines()]
     assert len(keys) == len(set(keys)) == 400
     assert set(keys) == {episode.key for episode in plan([EvalItem("Sokoban-2Boxes-v0", 400, split="train")], 0)}
+
+
+def test_suites_cover_every_registered_env() -> None:
+    from agentgym.suites import load_suite, suite_names
+
+    assert {"quick", "full"} <= set(suite_names())
+    registered = {info.id for info in agentgym.list_envs() if info.family != "test"}
+    for name in ("quick", "full"):
+        assert {item.env for item in load_suite(name).items} == registered, name
+    assert all(item.episodes == 1_000 for item in load_suite("full").items if item.env == "Sokoban-v0")
