@@ -90,6 +90,8 @@ class TextGame(AECEnv, abc.ABC):
         self.rng = random.Random()
         self.events: list[Event] = []
         self.outcome: Outcome | None = None
+        self._state = 0  # counts state changes: the key of the legal-move cache
+        self._moves_cache: tuple[int, list[str] | None] = (-1, None)
 
     # ---- what a game implements ---------------------------------------------------
 
@@ -151,6 +153,7 @@ class TextGame(AECEnv, abc.ABC):
         self.events = []
         self.outcome = None
         self.moves = 0
+        self._state += 1
         self._illegal = dict.fromkeys(self.agents, 0)
         self._feedback = dict.fromkeys(self.agents, "")
         self._setup()
@@ -177,6 +180,7 @@ class TextGame(AECEnv, abc.ABC):
             return
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()
+        self._state += 1
         reply = action if isinstance(action, str) else "" if action is None else str(action)
         move = parse_action(reply)
         invalid = False
@@ -213,10 +217,13 @@ class TextGame(AECEnv, abc.ABC):
     # ---- helpers for games and views ------------------------------------------------
 
     def legal_moves(self, agent: str) -> list[str] | None:
-        """The legal moves of ``agent`` if it is to move, else ``[]``."""
+        """The legal moves of ``agent`` if it is to move, else ``[]`` (a new list each call)."""
         if self.outcome is not None or agent != self.agent_selection:
             return []
-        return self._legal_moves(agent)
+        if self._moves_cache[0] != self._state:  # one computation per state: observe and info both need it
+            self._moves_cache = (self._state, self._legal_moves(agent))
+        moves = self._moves_cache[1]
+        return None if moves is None else list(moves)
 
     def play(self, player: str, agent: str, rng: random.Random) -> str:
         """The move the scripted ``player`` makes for ``agent`` now."""
@@ -228,7 +235,7 @@ class TextGame(AECEnv, abc.ABC):
             return f"The game is over: {self.outcome.reason}.{winner}"
         if agent != self.agent_selection:
             return f"Waiting for {self.agent_selection} to move."
-        moves = self._legal_moves(agent)
+        moves = self.legal_moves(agent)
         listed = f" Legal moves: {', '.join(moves)}." if moves else ""
         return f"You are {agent} and it is your turn.{listed} End your reply with 'Action: <move>'."
 

@@ -134,6 +134,10 @@ def search_move(mine: int, theirs: int, mask: int, depth: int, rng: random.Rando
     return rng.choice(choices)
 
 
+#: Board bits in reading order: top row first, left to right.
+DISPLAY_ORDER = tuple(HEIGHT * column + row for row in reversed(range(ROWS)) for column in range(COLUMNS))
+
+
 class ConnectFour(TextGame):
     """ConnectFour as a text game; see the module docstring for the rules."""
 
@@ -187,7 +191,9 @@ class ConnectFour(TextGame):
         return "."
 
     def _view(self, agent: str) -> str:
-        rows = [" ".join(self.cell(row, column) for column in range(COLUMNS)) for row in reversed(range(ROWS))]
+        (first, x), (second, o) = ((self.discs[name], MARKS[name]) for name in self.agent_names)
+        cells = [x if first >> bit & 1 else o if second >> bit & 1 else "." for bit in DISPLAY_ORDER]
+        rows = [" ".join(cells[start : start + COLUMNS]) for start in range(0, ROWS * COLUMNS, COLUMNS)]
         return f"You are {agent} ({MARKS[agent]}). Board (top row first):\n1 2 3 4 5 6 7\n" + "\n".join(rows)
 
     def _outcome(self) -> Outcome | None:

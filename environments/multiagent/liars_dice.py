@@ -54,6 +54,10 @@ def face_rank(face: int, wild_ones: bool) -> int:
     return 7 if wild_ones and face == 1 else face
 
 
+#: The faces in bid order, without and with wild ones.
+FACES_BY_RANK = {wild: tuple(sorted(range(1, 7), key=lambda face: face_rank(face, wild))) for wild in (False, True)}
+
+
 def face_from_word(word: str) -> int:
     """The face a word names: ``four``, ``fours``, ``sixes``; raises :class:`InvalidAction`."""
     for candidate in (word, word.removesuffix("s"), word.removesuffix("es")):
@@ -150,9 +154,10 @@ class LiarsDice(TextGame):
 
     def raises(self) -> list[tuple[int, int]]:
         """Every bid (quantity, face) that beats the current bid, lowest first."""
-        current = self.bid_key(*self.bid[:2]) if self.bid else (0, 0)
-        ranked = sorted(range(1, 7), key=lambda face: face_rank(face, self.wild_ones))
-        return [(q, f) for q in range(1, self.dice_in_play + 1) for f in ranked if self.bid_key(q, f) > current]
+        quantity, rank = self.bid_key(*self.bid[:2]) if self.bid else (0, 0)
+        ranked = FACES_BY_RANK[self.wild_ones]
+        same = [(quantity, face) for face in ranked if face_rank(face, self.wild_ones) > rank] if quantity else []
+        return same + [(more, face) for more in range(quantity + 1, self.dice_in_play + 1) for face in ranked]
 
     def _other(self, agent: str) -> str:
         return self.agent_names[1 - self.agent_names.index(agent)]

@@ -81,21 +81,28 @@ def rules_text(rounds: int) -> str:
     )
 
 
+def score_text(history: list[tuple[str | None, str | None]], agent: str) -> str:
+    """The score after the finished rounds, from ``agent``'s side."""
+    wins = [0, 0]
+    for choices in history:
+        winner = round_winner(*choices)
+        if winner >= 0:
+            wins[winner] += 1
+    me = AGENTS.index(agent)
+    return f"Score: you ({agent}) {wins[me]}, {AGENTS[1 - me]} {wins[1 - me]}."
+
+
 def history_text(history: list[tuple[str | None, str | None]], agent: str) -> str:
     """The finished rounds and the score, from ``agent``'s side."""
     if not history:
         return "No round played yet."
     lines = []
-    wins = [0, 0]
     for number, choices in enumerate(history, 1):
         winner = round_winner(*choices)
-        if winner >= 0:
-            wins[winner] += 1
         result = "a tie" if winner < 0 else f"{AGENTS[winner]} wins it"
         shown = ", ".join(f"{name} {choice or '(no valid move)'}" for name, choice in zip(AGENTS, choices))
         lines.append(f"Round {number}: {shown}: {result}.")
-    me = AGENTS.index(agent)
-    lines.append(f"Score: you ({agent}) {wins[me]}, {AGENTS[1 - me]} {wins[1 - me]}.")
+    lines.append(score_text(history, agent))
     return "\n".join(lines)
 
 
@@ -276,7 +283,7 @@ class RockPaperScissors(TextGame):
         return [Event(f"Round {number}: player_0 {choices[0]}, player_1 {choices[1]}: {result}.")]
 
     def _view(self, agent: str) -> str:
-        score = history_text(self.history, agent).splitlines()[-1] if self.history else "No round played yet."
+        score = score_text(self.history, agent) if self.history else "No round played yet."
         number = min(len(self.history) + 1, self.rounds)
         return f"You are {agent}. Round {number} of {self.rounds}. {score}"
 
