@@ -11,10 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from importlib import resources
 
-import gymnasium as gym
 import pytest
-from gymnasium.utils.env_checker import check_env
-from pettingzoo.test import api_test, seed_test
 
 import agentgym  # noqa: F401  (registers the games)
 from agentgym.core import InvalidAction
@@ -89,52 +86,6 @@ def exact_value_over_deals(game_id: str, policies: dict[str, Policy], deal: Call
         game.reset(seed=seed)
         seeds.setdefault(deal(game), seed)
     return statistics.fmean(exact_value(game, seed, policies) for seed in seeds.values())
-
-
-# ---- the contract -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("game_id", GAME_IDS)
-def test_pettingzoo_api_and_seed_tests(game_id: str) -> None:
-    api_test(make_game(game_id), num_cycles=200)
-    seed_test(lambda: make_game(game_id), num_cycles=200)
-
-
-@pytest.mark.parametrize("env_id", VIEW_IDS)
-def test_single_agent_views_pass_check_env(env_id: str) -> None:
-    check_env(gym.make(env_id).unwrapped)
-
-
-@pytest.mark.parametrize("game_id", GAME_IDS)
-def test_illegal_moves_get_feedback_and_the_legal_moves(game_id: str) -> None:
-    game = make_game(game_id)
-    game.reset(seed=0)
-    agent = game.agent_selection
-    legal = game.legal_moves(agent)
-    with pytest.raises(InvalidAction):
-        game._apply(agent, "nonsense")
-    game.step("Let me think.\nAction: nonsense")
-    assert game.infos[agent]["invalid_action"] and game.agent_selection == agent
-    text = game.observe(agent)["text"]
-    assert "'nonsense' is illegal" in text and "You have 2 more tries." in text
-    assert f"Legal moves: {', '.join(legal)}." in text
-    assert game.infos[agent]["available_actions"] == legal
-
-
-@pytest.mark.parametrize("game_id", GAME_IDS)
-def test_random_games_end_with_winner_and_reason(game_id: str) -> None:
-    game = make_game(game_id)
-    rng = random.Random(0)
-    low, high = game.reward_range
-    for seed in range(30):
-        play_game(game, dict.fromkeys(game.possible_agents, "random"), rng, seed=seed)
-        rewards = game.outcome.rewards
-        assert all(game.terminations.values()) and not any(game.truncations.values())
-        assert math.isclose(sum(rewards.values()), 0.0) and all(low <= r <= high for r in rewards.values())
-        for agent in game.possible_agents:
-            info = game.infos[agent]
-            assert info["winner"] == game.outcome.winner and info["reason"] == game.outcome.reason
-            assert (info["winner"] is None) == (rewards[agent] == 0)
 
 
 # ---- ConnectFour --------------------------------------------------------------------------------
