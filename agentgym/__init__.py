@@ -24,6 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ChatWrapper",
+    "RemoteEnv",
     "EnvInfo",
     "InvalidAction",
     "TaskSplits",
@@ -37,3 +38,12 @@ __all__ = [
 ]
 
 register_families()
+
+
+def __getattr__(name: str) -> object:
+    """``agentgym.RemoteEnv``, imported on first use (it needs httpx)."""
+    if name == "RemoteEnv":
+        from agentgym.remote import RemoteEnv
+
+        return RemoteEnv
+    raise AttributeError(f"module 'agentgym' has no attribute {name!r}")

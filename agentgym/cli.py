@@ -1,4 +1,4 @@
-"""The ``agentgym`` command line: list, info, play, eval, leaderboard, serve-model."""
+"""The ``agentgym`` command line: list, info, play, eval, arena, leaderboard, serve, serve-model."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import gymnasium as gym
 
 from agentgym.core import observation_text
 from agentgym.registry import UnknownEnvError, env_info, list_envs
+from agentgym.server import SERVE_HELP, serve_from_args
+from agentgym.server import add_arguments as add_serve_arguments
 from agentgym.table import format_table
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
 
@@ -373,6 +375,10 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--markdown", metavar="FILE", help="also write the tables as GitHub Markdown")
     board.add_argument("--html", metavar="FILE", help="also write a static HTML page with a trajectory viewer")
     board.set_defaults(run=_leaderboard)
+
+    serve = commands.add_parser("serve", help=SERVE_HELP)
+    add_serve_arguments(serve)
+    serve.set_defaults(run=serve_from_args)
 
     serve_model = commands.add_parser(
         "serve-model", help="serve a local Hugging Face model with an OpenAI-compatible API"

@@ -2,8 +2,11 @@
 
 Families call :func:`register` from their package ``__init__`` with a string entry point,
 so registering loads no engine, catalog or browser; the env's module is imported only by
-``gym.make``. :func:`register_families` imports each family package under
-``agentgym.environments`` (done once by ``import agentgym``).
+``gym.make``. Gymnasium's entry point for every id is ``agentgym.backends:<ID>``, which
+makes the family's class on the backend that ``gym.make(ID, backend=...)`` names (see
+:mod:`agentgym.backends`); :class:`EnvInfo` keeps the family's own entry point.
+:func:`register_families` imports each family package under ``agentgym.environments``
+(done once by ``import agentgym``).
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def register(
     observation: str = "text",
     kwargs: dict[str, Any] | None = None,
 ) -> None:
-    """Register ``env_id`` with Gymnasium (``gym.make`` works) and record its metadata."""
+    """Register ``env_id`` with Gymnasium (``gym.make`` works, with ``backend=``) and record its metadata."""
     info = EnvInfo(
         id=env_id,
         family=family,
@@ -70,7 +73,7 @@ def register(
     )
     gym.register(
         id=env_id,
-        entry_point=entry_point,
+        entry_point=f"agentgym.backends:{env_id}",
         max_episode_steps=max_episode_steps,
         kwargs=dict(info.kwargs),
     )

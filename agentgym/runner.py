@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import load_env_creator
 
 import agentgym
+from agentgym.backends import inline_safe
 from agentgym.policies.base import Episode, Policy
 from agentgym.registry import env_info
 from agentgym.results import ResultsFolder, episode_key
@@ -49,10 +49,15 @@ class EvalItem:
 
     @property
     def label(self) -> str:
-        """The env id, with the kwargs when there are any: ``FrozenLake-v0[is_slippery=True]``."""
-        if not self.kwargs:
+        """The env id with its kwargs, ``FrozenLake-v0[is_slippery=True]``; ``backend`` is left out.
+
+        Where an env runs does not change its episodes, so runs on different backends
+        share episode keys and seeds (and can resume each other).
+        """
+        kwargs = {key: value for key, value in sorted(self.kwargs.items()) if key != "backend"}
+        if not kwargs:
             return self.env
-        return f"{self.env}[{','.join(f'{key}={value!r}' for key, value in sorted(self.kwargs.items()))}]"
+        return f"{self.env}[{','.join(f'{key}={value!r}' for key, value in kwargs.items())}]"
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,7 @@ class EnvHost:
     def __init__(self, item: EvalItem, system_prompt: str | None, history_window: int | None, timeout_s: float):
         self.item = item
         self.timeout_s = timeout_s
-        self.inline = bool(getattr(load_env_creator(gym.spec(item.env).entry_point), "metadata", {}).get("inline_safe"))
+        self.inline = inline_safe(item.env, item.kwargs)
         self._thread = None if self.inline else _EnvThread(asyncio.get_running_loop(), f"env-{item.env}")
         self._system_prompt = system_prompt
         self._history_window = history_window

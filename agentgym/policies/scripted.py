@@ -1,17 +1,24 @@
-"""The scripted baselines every env has: its oracle and a uniformly random player."""
+"""The scripted baselines every env has: its oracle and a uniformly random player.
+
+They call the env's ``oracle_action()`` and ``random_action(rng)``: a local
+:class:`~agentgym.core.TextEnv` or a :class:`~agentgym.remote.RemoteEnv` (which asks its server).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import gymnasium as gym
 
-from agentgym.core import TextEnv
 from agentgym.policies.base import Episode, Message, Policy, Reply
 
 
-def _text_env(env: gym.Env) -> TextEnv:
-    if not isinstance(env, TextEnv):
-        raise TypeError(f"scripted policies need an agentgym TextEnv, got {type(env).__name__}")
-    return env
+def _baseline(env: gym.Env, method: str) -> Callable[..., Any]:
+    function = getattr(env, method, None)
+    if not callable(function):
+        raise TypeError(f"scripted policies need an env with {method}() (an agentgym env), got {type(env).__name__}")
+    return function
 
 
 class OraclePolicy(Policy):
@@ -20,7 +27,7 @@ class OraclePolicy(Policy):
     name = "oracle"
 
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
-        return Reply(await episode.in_env(lambda env: _text_env(env).oracle_action()))
+        return Reply(await episode.in_env(lambda env: _baseline(env, "oracle_action")()))
 
 
 class RandomPolicy(Policy):
@@ -29,4 +36,4 @@ class RandomPolicy(Policy):
     name = "random"
 
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
-        return Reply(await episode.in_env(lambda env: _text_env(env).random_action(episode.rng)))
+        return Reply(await episode.in_env(lambda env: _baseline(env, "random_action")(episode.rng)))

@@ -1,0 +1,241 @@
+"""A Gymnasium env whose episodes run on an agentgym env server (``agentgym serve``).
+
+``RemoteEnv(url, env_id, **kwargs)`` opens a session of ``env_id`` made with ``kwargs`` on
+the server at ``url`` and is then interchangeable with the local env: the same spaces,
+and for the same task, seed and actions the same observations, rewards, ``terminated``,
+``truncated`` and ``info``. Values travel as JSON: tuples arrive as lists, numpy numbers
+as plain ones, and a surrogate pair held as two code points as the one character it
+encodes (lone surrogates survive). Truncation comes from the server's ``TimeLimit``
+(``max_episode_steps`` as in ``gym.make``). Like a :class:`~agentgym.core.TextEnv` it has
+``oracle_action()``, ``random_action(rng)`` (the server draws from ``rng``'s state and
+hands it back advanced, so the draws match the local env's), ``available_actions()``,
+``splits``, ``task_id`` and ``split``, so the scripted baselines and the eval runner work
+on it. ``gym.make(ID, backend="process")`` returns one (see :mod:`agentgym.backends`).
+
+Errors: what the server reports as a bad argument, a missing reset or an unsupported
+baseline raises what the local env raises (``TypeError``/``ValueError``,
+``gymnasium.error.ResetNeeded``, ``NotImplementedError``); other server errors raise
+:class:`RemoteEnvError` (an env that raised is ``type == "EnvError"``; its session is
+gone, and the next ``reset`` opens a new one, as it does after a session expired on the
+server). A server that cannot be reached, or a connection that breaks during a call,
+raises :class:`ServerUnavailableError` (a ``ConnectionError`` naming the URL).
+
+Retries: failed connection attempts are retried with backoff (nothing was sent), and so
+is opening a session (a duplicate session is reclaimed by the server's TTL). A call that
+may have reached the server (a step above all) is never re-sent.
+
+One HTTP connection, kept alive; proxy environment variables are ignored. Not
+thread-safe, like an env.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from typing import TYPE_CHECKING, Any
+
+import gymnasium as gym
+import httpx
+from gymnasium.envs.registration import EnvSpec
+
+from agentgym.core import TaskSplits
+from agentgym.server import encode_json, space_from_description
+
+if TYPE_CHECKING:
+    from agentgym.backends import ServerHandle
+
+#: First wait before retrying to open a session; doubled on each retry.
+BACKOFF_S = 0.2
+
+
+class RemoteEnvError(RuntimeError):
+    """An error the server answered; ``type`` is its error type (``"EnvError"``, ``"UnknownSession"``, ...)."""
+
+    def __init__(self, message: str, *, type: str, status: int) -> None:
+        super().__init__(message)
+        self.type, self.status = type, status
+
+
+class ServerUnavailableError(ConnectionError):
+    """The env server cannot be reached, or the connection broke or timed out during a call."""
+
+
+class RemoteEnv(gym.Env[str, str]):
+    """An env session on an agentgym server; see the module docstring.
+
+    ``max_episode_steps`` is the server-side ``TimeLimit`` (None: the registered one;
+    -1: none). ``timeout_s`` bounds each call, ``connect_timeout_s`` each connection
+    attempt, ``retries`` the retries of connection attempts and of opening the session.
+    Every other keyword argument goes to the env's constructor on the server.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        env_id: str,
+        *,
+        max_episode_steps: int | None = None,
+        timeout_s: float = 300.0,
+        connect_timeout_s: float = 10.0,
+        retries: int = 2,
+        **kwargs: Any,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.env_id = env_id
+        self.kwargs = kwargs
+        self.max_episode_steps = max_episode_steps
+        self.retries = retries
+        #: A server this env started and stops when it closes (set by the process and docker backends).
+        self.owned_server: ServerHandle | None = None
+        self.session_id: str | None = None
+        self.task_id: int | None = None
+        self.split: str | None = None
+        self._client = httpx.Client(
+            base_url=self.url,
+            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+            transport=httpx.HTTPTransport(retries=retries),
+            headers={"content-type": "application/json"},
+            trust_env=False,
+        )
+        try:
+            description = self._open()
+        except BaseException:
+            self._client.close()
+            raise
+        self.observation_space = space_from_description(description["observation_space"])
+        self.action_space = space_from_description(description["action_space"])
+        # Calls do network I/O: never run them on an event loop.
+        self._metadata = {**description["metadata"], "inline_safe": False}
+        self.render_mode = description["render_mode"]
+        self.splits = TaskSplits(**description["splits"]) if description["splits"] else None
+        self.spec = EnvSpec(
+            id=env_id,
+            entry_point="agentgym.remote:RemoteEnv",
+            max_episode_steps=description["max_episode_steps"],
+            kwargs={"url": self.url, "env_id": env_id, **kwargs},
+        )
+
+    @property
+    def metadata(self) -> dict[str, Any]:  # type: ignore[override]
+        """The server env's metadata (a property: ``gym.make`` then leaves render modes to the server)."""
+        return self._metadata
+
+    # ---- the Gymnasium API ----------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode on the server (opening a new session if the last one is gone)."""
+        super().reset(seed=seed)
+        body = {"seed": seed, "options": options}
+        if self.session_id is None:
+            self._open()
+        try:
+            answer = self._call("reset", body)
+        except RemoteEnvError as error:
+            if error.type != "UnknownSession":
+                raise
+            self._open()  # expired or lost in a server restart: a fresh session replays nothing
+            answer = self._call("reset", body)
+        info = answer["info"]
+        self.task_id, self.split = info.get("task_id"), info.get("split")
+        return answer["observation"], info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Play one action on the server."""
+        if not isinstance(action, str):  # as TextEnv.step reads it
+            action = action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
+        answer = self._call("step", {"action": action})
+        return answer["observation"], answer["reward"], answer["terminated"], answer["truncated"], answer["info"]
+
+    def render(self) -> str | None:
+        return self._call("render", {})["render"]
+
+    def close(self) -> None:
+        """Close the session (and stop an owned server); safe to call twice."""
+        session_id, self.session_id = self.session_id, None
+        try:
+            if session_id is not None and not self._client.is_closed:
+                with contextlib.suppress(ServerUnavailableError, RemoteEnvError):
+                    self._request("DELETE", f"/sessions/{session_id}")
+        finally:
+            self._client.close()
+            if self.owned_server is not None:
+                self.owned_server.stop()
+
+    # ---- what agentgym envs add -------------------------------------------------------
+
+    def oracle_action(self) -> str:
+        """The command the env's solver plays now."""
+        return self._call("oracle_action", {})["action"]
+
+    def random_action(self, rng: random.Random) -> str:
+        """A random legal command drawn from ``rng``, advanced as the local env would advance it."""
+        version, internal, gauss = rng.getstate()
+        answer = self._call("random_action", {"rng_state": [version, internal, gauss]})
+        version, internal, gauss = answer["rng_state"]
+        rng.setstate((version, tuple(internal), gauss))
+        return answer["action"]
+
+    def available_actions(self) -> list[str] | None:
+        """The legal commands now, or None where the action set is not enumerable."""
+        return self._call("available_actions", {})["actions"]
+
+    # ---- HTTP -------------------------------------------------------------------------
+
+    def _open(self) -> dict[str, Any]:
+        """Open a session, retrying while the server is unreachable or full; its env description."""
+        body = {"env_id": self.env_id, "kwargs": self.kwargs, "max_episode_steps": self.max_episode_steps}
+        for attempt in range(self.retries + 1):
+            try:
+                answer = self._request("POST", "/sessions", body)
+                break
+            except (ServerUnavailableError, RemoteEnvError) as error:
+                retry = isinstance(error, ServerUnavailableError) or error.status in (429, 503)
+                if not retry or attempt == self.retries:
+                    raise
+                time.sleep(BACKOFF_S * 2**attempt)
+        self.session_id = answer["session_id"]
+        return answer["env"]
+
+    def _call(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.session_id is None:
+            raise gym.error.ResetNeeded(f"no open session on {self.url}: call reset()")
+        try:
+            return self._request("POST", f"/sessions/{self.session_id}/{name}", body)
+        except RemoteEnvError as error:
+            if error.type in ("EnvError", "UnknownSession"):
+                self.session_id = None  # the server no longer holds it
+            raise
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        content = None if body is None else encode_json(body)
+        where = f"the agentgym server at {self.url} ({method} {path})"
+        try:
+            response = self._client.request(method, path, content=content)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+            raise ServerUnavailableError(f"cannot reach {where}: {error}") from error
+        except httpx.TimeoutException as error:
+            raise ServerUnavailableError(f"timed out waiting for {where}; the call may have been applied") from error
+        except httpx.TransportError as error:
+            raise ServerUnavailableError(
+                f"lost the connection to {where}: {type(error).__name__}: {error}; the call may have been applied"
+            ) from error
+        if response.is_success:
+            return response.json()
+        raise _error_from(response, where)
+
+
+def _error_from(response: httpx.Response, where: str) -> Exception:
+    """The exception for a server's error answer: the local env's where there is one."""
+    try:
+        error = response.json()["error"]
+        kind, message = error["type"], error["message"]
+    except (ValueError, KeyError, TypeError):
+        error, kind, message = {}, "HTTPError", f"HTTP {response.status_code}: {response.text[:500]}"
+    if kind == "InvalidArgument":
+        return (TypeError if error.get("exception") == "TypeError" else ValueError)(message)
+    if kind == "ResetNeeded":
+        return gym.error.ResetNeeded(message)
+    if kind == "NotImplemented":
+        return NotImplementedError(message)
+    return RemoteEnvError(f"{kind} from {where}: {message}", type=kind, status=response.status_code)

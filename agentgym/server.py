@@ -1,0 +1,679 @@
+"""The env server: many sessions of agentgym envs over HTTP (``agentgym serve ENV_ID ...``).
+
+One generic server for every family; :class:`~agentgym.remote.RemoteEnv` is its client,
+and the ``process`` and ``docker`` backends run it. JSON in, JSON out:
+
+* ``POST /sessions`` ``{"env_id", "kwargs": {}, "max_episode_steps": null}`` makes an env
+  with ``gym.make`` (``TimeLimit`` and ``OrderEnforcing`` applied here, the passive
+  checker left to the client; ``max_episode_steps`` as in ``gym.make``: null for the
+  registered limit, -1 for none) and answers 201 ``{"session_id", "env": {...}}``: id,
+  kwargs, max_episode_steps, spaces, metadata, render_mode and splits, enough to rebuild
+  the env's interface on the client.
+* ``POST /sessions/{id}/reset`` ``{"seed", "options"}`` → ``{"observation", "info"}``;
+  ``POST /sessions/{id}/step`` ``{"action"}`` → ``{"observation", "reward", "terminated",
+  "truncated", "info"}``; ``.../render`` → ``{"render"}``; the baselines' calls
+  ``.../oracle_action`` → ``{"action"}``, ``.../random_action`` ``{"seed"}`` or
+  ``{"rng_state"}`` (a ``random.Random`` state, returned advanced) → ``{"action",
+  "rng_state"}``, and ``.../available_actions`` → ``{"actions"}``.
+* ``DELETE /sessions/{id}`` closes the env; ``GET /sessions`` lists the open sessions.
+* ``GET /health`` (liveness and the served ids) and ``GET /metrics`` (sessions, calls,
+  steps, errors by type, resident memory).
+
+Every error is JSON ``{"error": {"type", "message"}}``, never a traceback. Client
+mistakes are 4xx: ``InvalidJSON`` 400, ``NotFound`` and ``UnknownEnv`` and
+``UnknownSession`` 404, ``ResetNeeded`` 409 (a call before the first reset),
+``PayloadTooLarge`` 413, ``InvalidRequest`` 422 (missing fields, wrong types),
+``InvalidArgument`` 422 (a ``TypeError``/``ValueError`` from the env's constructor or
+``reset``; ``"exception"`` names which), ``TooManySessions`` 429. A session stays usable
+after any of them. An env that raises anything else (or returns something JSON cannot
+carry) gets ``EnvError`` 500 with ``"session_closed": true``: its session is closed
+(``env.close()`` called) and removed, and the client may open a new one.
+``NotImplemented`` 501 answers a baseline call the env does not support.
+
+Each session has a lock, so its calls run one at a time. Env calls run on the event loop
+for envs whose class metadata sets ``inline_safe`` (the puzzles; measured faster than a
+thread hop, see ``benchmarks/server_throughput.py``), otherwise on a thread of the
+session's own, so that envs bound to one thread (browsers) stay on it. A background task
+closes sessions idle longer than the TTL. Values JSON cannot carry natively are
+converted: numpy scalars and arrays to numbers and lists, tuples to lists.
+
+The wire format (:func:`encode_json`, :func:`describe_space`) is defined here and shared
+with the client. FastAPI and uvicorn are imported only by :func:`create_app` and
+:func:`serve`, so that the client and the command-line options load without them (and
+this module does without ``from __future__ import annotations``: FastAPI reads the
+handlers' annotations at run time).
+"""
+
+import argparse
+import asyncio
+import concurrent.futures
+import fnmatch
+import json
+import logging
+import os
+import random
+import secrets
+import socket
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from agentgym.backends import inline_safe
+from agentgym.core import UnicodeText
+from agentgym.registry import list_envs
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+logger = logging.getLogger("agentgym.server")
+
+DEFAULT_MAX_SESSIONS = 1024
+DEFAULT_SESSION_TTL_S = 600.0
+DEFAULT_MAX_BODY_BYTES = 8 * 2**20
+#: What ``agentgym serve`` does, in one line.
+SERVE_HELP = "serve agentgym envs over HTTP: sessions for RemoteEnv and the process and docker backends"
+_MISSING: Any = object()
+
+
+def encode_json(data: Any) -> bytes:
+    """The wire format: JSON with numpy values as plain numbers and lists.
+
+    ASCII output (``\\uXXXX`` escapes), so that strings with lone surrogates survive.
+    """
+    return json.dumps(data, default=_plain, separators=(",", ":")).encode()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def describe_space(space: spaces.Space) -> dict[str, Any]:
+    """A JSON description of a space that :func:`space_from_description` rebuilds."""
+    if isinstance(space, UnicodeText):
+        return {"type": "UnicodeText", "min_length": space.min_length, "max_length": space.max_length}
+    raise NotImplementedError(f"serving envs with {space!r} spaces is not supported yet")
+
+
+def space_from_description(description: dict[str, Any]) -> spaces.Space:
+    """The space :func:`describe_space` described."""
+    if description["type"] == "UnicodeText":
+        return UnicodeText(description["max_length"], min_length=description["min_length"])
+    raise NotImplementedError(f"unknown space type {description['type']!r}")
+
+
+class ServerError(Exception):
+    """An error answered as ``{"error": {"type", "message", ...details}}`` with an HTTP status."""
+
+    def __init__(self, status: int, type: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.status, self.type, self.message, self.details = status, type, message, details
+
+    def body(self) -> bytes:
+        return encode_json({"error": {"type": self.type, "message": self.message, **self.details}})
+
+
+def _field(body: dict[str, Any], name: str, kind: type, default: Any = _MISSING) -> Any:
+    """``body[name]``, checked to be a ``kind`` (or null, where there is a default)."""
+    value = body.get(name, default)
+    if value is _MISSING:
+        raise ServerError(422, "InvalidRequest", f"missing field {name!r}")
+    if value is default and default is not _MISSING:
+        return value
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ServerError(422, "InvalidRequest", f"field {name!r} must be {kind.__name__}, got {_json_type(value)}")
+    return value
+
+
+def _json_type(value: Any) -> str:
+    names = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _rng(body: dict[str, Any]) -> random.Random:
+    """The generator a ``random_action`` call draws from: ``seed`` or a ``random.Random`` state."""
+    rng = random.Random(_field(body, "seed", int, None))
+    state = _field(body, "rng_state", list, None)
+    if state is not None:
+        try:
+            version, internal, gauss = state
+            rng.setstate((version, tuple(internal), gauss))
+        except (TypeError, ValueError) as error:
+            raise ServerError(422, "InvalidRequest", f"rng_state is not a random.Random state: {error}") from None
+    return rng
+
+
+def _rng_state(rng: random.Random) -> list[Any]:
+    version, internal, gauss = rng.getstate()
+    return [version, list(internal), gauss]
+
+
+# ---- session calls: each checks its body, then returns the env call to run --------------
+
+
+def _reset(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    seed, options = _field(body, "seed", int, None), _field(body, "options", dict, None)
+
+    def reset() -> dict[str, Any]:
+        observation, info = env.reset(seed=seed, options=options)
+        return {"observation": observation, "info": info}
+
+    return reset
+
+
+def _step(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    action = _field(body, "action", str)
+
+    def step() -> dict[str, Any]:
+        observation, reward, terminated, truncated, info = env.step(action)
+        return {
+            "observation": observation,
+            "reward": reward,
+            "terminated": terminated,
+            "truncated": truncated,
+            "info": info,
+        }
+
+    return step
+
+
+def _render(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    return lambda: {"render": env.render()}
+
+
+def _oracle_action(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    return lambda: {"action": env.unwrapped.oracle_action()}
+
+
+def _random_action(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    rng = _rng(body)
+
+    def random_action() -> dict[str, Any]:
+        return {"action": env.unwrapped.random_action(rng), "rng_state": _rng_state(rng)}
+
+    return random_action
+
+
+def _available_actions(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    return lambda: {"actions": env.unwrapped.available_actions()}
+
+
+CALLS: dict[str, Callable[[gym.Env, dict[str, Any]], Callable[[], dict[str, Any]]]] = {
+    "reset": _reset,
+    "step": _step,
+    "render": _render,
+    "oracle_action": _oracle_action,
+    "random_action": _random_action,
+    "available_actions": _available_actions,
+}
+
+
+@dataclass(eq=False)
+class Session:
+    """One env and where its calls run: inline (``executor`` None) or on its own thread."""
+
+    id: str
+    env_id: str
+    kwargs: dict[str, Any]
+    env: gym.Env
+    executor: concurrent.futures.ThreadPoolExecutor | None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    created: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=time.monotonic)
+    episodes: int = 0
+    steps: int = 0
+
+    async def run(self, function: Callable[[], Any]) -> Any:
+        if self.executor is None:
+            return function()
+        return await asyncio.get_running_loop().run_in_executor(self.executor, function)
+
+    def summary(self, now: float) -> dict[str, Any]:
+        return {
+            "session_id": self.id,
+            "env_id": self.env_id,
+            "kwargs": self.kwargs,
+            "age_s": now - self.created,
+            "idle_s": now - self.last_used,
+            "episodes": self.episodes,
+            "steps": self.steps,
+        }
+
+
+class EnvServer:
+    """The sessions of one server and what it counts; the HTTP layer is :func:`create_app`."""
+
+    def __init__(
+        self,
+        env_ids: Sequence[str],
+        *,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        session_ttl_s: float = DEFAULT_SESSION_TTL_S,
+        inline: bool = True,
+    ) -> None:
+        self.env_ids = resolve_env_ids(env_ids)
+        # Resolving the classes here imports every served env's module before the first request.
+        self.inline = {env_id: inline and inline_safe(env_id) for env_id in self.env_ids}
+        self.max_sessions = max_sessions
+        self.session_ttl_s = session_ttl_s
+        self.sessions: dict[str, Session] = {}
+        self._opening = 0
+        self.started = time.monotonic()
+        self.counts: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+
+    async def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Open a session; answers its id and the env's description."""
+        env_id = _field(body, "env_id", str)
+        kwargs = _field(body, "kwargs", dict, None) or {}
+        max_episode_steps = _field(body, "max_episode_steps", int, None)
+        if env_id not in self.inline:
+            raise ServerError(
+                404, "UnknownEnv", f"env {env_id!r} is not served here; served: {', '.join(self.env_ids)}"
+            )
+        if kwargs.get("backend", "local") != "local":
+            raise ServerError(422, "InvalidArgument", "the server runs envs itself: backend must be 'local'")
+        if max_episode_steps is not None and max_episode_steps < 1 and max_episode_steps != -1:
+            raise ServerError(422, "InvalidRequest", "max_episode_steps must be positive, -1 (no limit) or null")
+        if len(self.sessions) + self._opening >= self.max_sessions:
+            raise ServerError(429, "TooManySessions", f"the server holds its maximum of {self.max_sessions} sessions")
+        self._opening += 1
+        executor = None if self.inline[env_id] else concurrent.futures.ThreadPoolExecutor(1, "agentgym-session")
+        session = Session(secrets.token_hex(12), env_id, kwargs, env=None, executor=executor)  # type: ignore[arg-type]
+        try:
+            session.env = await session.run(lambda: _make(env_id, max_episode_steps, kwargs))
+            description = describe_env(session.env, env_id, kwargs)
+        except (TypeError, ValueError, gym.error.Error) as error:
+            await self._discard(session)
+            raise ServerError(422, "InvalidArgument", str(error), exception=type(error).__name__) from None
+        except NotImplementedError as error:
+            await self._discard(session)
+            raise ServerError(501, "NotImplemented", str(error)) from None
+        except Exception as error:
+            logger.exception("making %s with %s failed", env_id, kwargs)
+            await self._discard(session)
+            raise ServerError(500, "EnvError", f"making {env_id} raised {type(error).__name__}: {error}") from None
+        finally:
+            self._opening -= 1
+        self.sessions[session.id] = session
+        self.counts["sessions_created"] += 1
+        return {"session_id": session.id, "env": description}
+
+    def get(self, session_id: str) -> Session:
+        try:
+            return self.sessions[session_id]
+        except KeyError:
+            raise ServerError(
+                404, "UnknownSession", f"no session {session_id!r} (closed, reaped after idling, or never opened)"
+            ) from None
+
+    async def call(self, session_id: str, name: str, body: dict[str, Any]) -> bytes:
+        """Run ``CALLS[name]`` on a session's env; JSON of the result."""
+        if name not in CALLS:
+            raise ServerError(404, "NotFound", f"no session call {name!r}; calls: {', '.join(CALLS)}")
+        session = self.get(session_id)
+        function = CALLS[name](session.env, body)
+        # A bad task id or option is the client's mistake; anything else an env raises is the env's.
+        argument_errors = (TypeError, ValueError) if name == "reset" else ()
+        async with session.lock:
+            if self.sessions.get(session_id) is not session:  # closed while this call waited
+                self.get(session_id)
+            if name != "reset" and session.episodes == 0:
+                raise ServerError(409, "ResetNeeded", f"call reset before {name}")
+            session.last_used = time.monotonic()
+            try:
+                payload = encode_json(await session.run(function))
+            except gym.error.ResetNeeded as error:
+                raise ServerError(409, "ResetNeeded", str(error)) from None
+            except NotImplementedError as error:
+                raise ServerError(501, "NotImplemented", f"{name}: {error}") from None
+            except argument_errors as error:
+                raise ServerError(422, "InvalidArgument", str(error), exception=type(error).__name__) from None
+            except Exception as error:
+                logger.exception("%s of session %s (%s) failed", name, session_id, session.env_id)
+                await self._close(session, "sessions_failed")
+                message = f"{name} raised {type(error).__name__}: {error}"
+                raise ServerError(500, "EnvError", message, session_closed=True) from None
+            finally:
+                session.last_used = time.monotonic()
+        self.counts[f"{name}_calls"] += 1
+        if name == "reset":
+            session.episodes += 1
+        elif name == "step":
+            session.steps += 1
+        return payload
+
+    async def close(self, session_id: str) -> None:
+        """Close a session (after any call in progress)."""
+        session = self.get(session_id)
+        async with session.lock:
+            if self.sessions.get(session_id) is session:
+                await self._close(session, "sessions_closed")
+
+    async def reap(self) -> int:
+        """Close the sessions idle for longer than the TTL; how many."""
+        cutoff = time.monotonic() - self.session_ttl_s
+        idle = [s for s in self.sessions.values() if s.last_used < cutoff and not s.lock.locked()]
+        for session in idle:
+            await self._close(session, "sessions_reaped")
+        return len(idle)
+
+    async def close_all(self) -> None:
+        for session in list(self.sessions.values()):
+            await self._close(session, "sessions_closed")
+
+    async def _close(self, session: Session, counter: str) -> None:
+        if self.sessions.pop(session.id, None) is not None:
+            self.counts[counter] += 1
+        await self._discard(session)
+
+    async def _discard(self, session: Session) -> None:
+        """Close the env where it runs and release its thread; never raises."""
+        env, session.env = session.env, None  # type: ignore[assignment]
+        try:
+            if env is not None:
+                await session.run(env.close)
+        except Exception:
+            logger.exception("closing a %s env failed", session.env_id)
+        finally:
+            if session.executor is not None:
+                session.executor.shutdown(wait=False)
+
+    def metrics(self) -> dict[str, Any]:
+        return {
+            "sessions": len(self.sessions),
+            "max_sessions": self.max_sessions,
+            "session_ttl_s": self.session_ttl_s,
+            "sessions_by_env": dict(Counter(session.env_id for session in self.sessions.values())),
+            **{key: self.counts[key] for key in ("sessions_created", "sessions_closed", "sessions_reaped")},
+            "sessions_failed": self.counts["sessions_failed"],  # closed because their env raised
+            "calls": {name: self.counts[f"{name}_calls"] for name in CALLS},
+            "steps": self.counts["step_calls"],
+            "errors": sum(self.errors.values()),
+            "errors_by_type": dict(self.errors),
+            "rss_bytes": rss_bytes(),
+            "uptime_s": time.monotonic() - self.started,
+        }
+
+
+def _make(env_id: str, max_episode_steps: int | None, kwargs: dict[str, Any]) -> gym.Env:
+    """``gym.make`` without the passive checker: checking is the client's ``gym.make``'s job, and
+    Gymnasium's checker breaks an env whose first ``reset`` raised (a bad task id must not)."""
+    return gym.make(env_id, max_episode_steps=max_episode_steps, disable_env_checker=True, **kwargs)
+
+
+def resolve_env_ids(patterns: Sequence[str]) -> list[str]:
+    """The registered ids that ``patterns`` (ids or shell-style patterns such as ``Sokoban-*``) name."""
+    known = [info.id for info in list_envs()]
+    resolved: list[str] = []
+    for pattern in patterns:
+        matches = fnmatch.filter(known, pattern.removeprefix("agentgym:"))
+        if not matches:
+            raise ValueError(f"no registered env id matches {pattern!r}; known ids: {', '.join(known)}")
+        resolved += [env_id for env_id in matches if env_id not in resolved]
+    return resolved
+
+
+def describe_env(env: gym.Env, env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """What a client needs to rebuild the env's interface (see the module docstring)."""
+    splits = getattr(env.unwrapped, "splits", None)
+    return {
+        "id": env_id,
+        "kwargs": kwargs,
+        "max_episode_steps": env.spec.max_episode_steps if env.spec is not None else None,
+        "observation_space": describe_space(env.observation_space),
+        "action_space": describe_space(env.action_space),
+        "metadata": env.metadata,
+        "render_mode": env.render_mode,
+        "splits": splits.counts() if splits is not None else None,
+    }
+
+
+def rss_bytes() -> int | None:
+    """This process's resident memory (Linux; ``None`` elsewhere)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return None
+
+
+def create_app(
+    env_ids: Sequence[str],
+    *,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    session_ttl_s: float = DEFAULT_SESSION_TTL_S,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    inline: bool = True,
+) -> "FastAPI":
+    """The server app for ``env_ids`` (ids or patterns); ``app.state.server`` is its :class:`EnvServer`.
+
+    ``session_ttl_s`` 0 never reaps; ``inline=False`` runs every env call on a session
+    thread, even for envs whose metadata sets ``inline_safe``.
+    """
+    from fastapi import FastAPI, Request, Response
+    from starlette.exceptions import HTTPException
+
+    server = EnvServer(env_ids, max_sessions=max_sessions, session_ttl_s=session_ttl_s, inline=inline)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(_reap_forever(server)) if session_ttl_s > 0 else None
+        try:
+            yield
+        finally:
+            if reaper is not None:
+                reaper.cancel()
+            await server.close_all()
+
+    app = FastAPI(title="agentgym env server", lifespan=lifespan)
+    app.state.server = server
+
+    def answer(payload: bytes, status: int = 200) -> Response:
+        return Response(payload, status_code=status, media_type="application/json")
+
+    def error_response(error: ServerError) -> Response:
+        server.errors[error.type] += 1
+        headers = {"Retry-After": "1"} if error.status == 429 else None
+        return Response(error.body(), status_code=error.status, media_type="application/json", headers=headers)
+
+    @app.exception_handler(ServerError)
+    async def server_error(_: Request, error: ServerError) -> Response:
+        return error_response(error)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, error: HTTPException) -> Response:
+        kind = {404: "NotFound", 405: "MethodNotAllowed"}.get(error.status_code, "HTTPError")
+        return error_response(ServerError(error.status_code, kind, str(error.detail)))
+
+    @app.exception_handler(Exception)
+    async def internal_error(_: Request, error: Exception) -> Response:
+        return error_response(ServerError(500, "InternalError", f"{type(error).__name__}: {error}"))
+
+    async def read_json(request: Request) -> dict[str, Any]:
+        """The request's JSON object ({} for an empty body), refusing bodies over the limit."""
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
+            raise ServerError(413, "PayloadTooLarge", f"the body exceeds {max_body_bytes} bytes")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_body_bytes:
+                raise ServerError(413, "PayloadTooLarge", f"the body exceeds {max_body_bytes} bytes")
+            chunks.append(chunk)
+        if not size:
+            return {}
+        try:
+            body = json.loads(b"".join(chunks))
+        except ValueError as error:
+            raise ServerError(400, "InvalidJSON", f"the body is not valid JSON: {error}") from None
+        if not isinstance(body, dict):
+            raise ServerError(422, "InvalidRequest", f"the body must be a JSON object, got {_json_type(body)}")
+        return body
+
+    @app.get("/health")
+    async def health() -> Response:
+        """200 while the server runs, with the served ids."""
+        return answer(encode_json({"status": "ok", "envs": server.env_ids, "sessions": len(server.sessions)}))
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        """Counters, open sessions and resident memory."""
+        return answer(encode_json(server.metrics()))
+
+    @app.post("/sessions")
+    async def create_session(request: Request) -> Response:
+        """Open a session: ``{"env_id", "kwargs", "max_episode_steps"}``."""
+        return answer(encode_json(await server.create(await read_json(request))), 201)
+
+    @app.get("/sessions")
+    async def list_sessions() -> Response:
+        """The open sessions."""
+        now = time.monotonic()
+        return answer(encode_json({"sessions": [session.summary(now) for session in server.sessions.values()]}))
+
+    @app.delete("/sessions/{session_id}")
+    async def close_session(session_id: str) -> Response:
+        """Close a session and its env."""
+        await server.close(session_id)
+        return answer(encode_json({"closed": session_id}))
+
+    @app.post("/sessions/{session_id}/{name}")
+    async def session_call(session_id: str, name: str, request: Request) -> Response:
+        """reset, step, render, oracle_action, random_action or available_actions."""
+        return answer(await server.call(session_id, name, await read_json(request)))
+
+    return app
+
+
+async def _reap_forever(server: EnvServer) -> None:
+    interval = min(server.session_ttl_s / 4, 10.0)
+    while True:
+        await asyncio.sleep(interval)
+        await server.reap()
+
+
+def serve(
+    env_ids: Sequence[str],
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    session_ttl_s: float = DEFAULT_SESSION_TTL_S,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    inline: bool = True,
+    log_level: str = "info",
+    fd: int | None = None,
+    exit_with_fd: int | None = None,
+) -> None:
+    """Serve ``env_ids`` until interrupted (SIGINT/SIGTERM close every session first).
+
+    Port 0 picks a free port; the URL is printed once the socket listens. ``fd`` serves
+    on an inherited listening socket instead of binding ``host:port``; with
+    ``exit_with_fd``, the server exits when that pipe is closed (the ``process`` backend
+    passes both).
+    """
+    import uvicorn
+
+    app = create_app(
+        env_ids, max_sessions=max_sessions, session_ttl_s=session_ttl_s, max_body_bytes=max_body_bytes, inline=inline
+    )
+    sock = listening_socket(host, port, fd)
+    bound_host, bound_port = sock.getsockname()[:2]
+    # Keep-alive as long as an agent may think between steps: a RemoteEnv holds one connection.
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_keep_alive=600)
+    server = uvicorn.Server(config)
+    if exit_with_fd is not None:
+        threading.Thread(target=_exit_at_eof, args=(exit_with_fd, server), daemon=True).start()
+    host_text = f"[{bound_host}]" if ":" in bound_host else bound_host
+    print(f"agentgym serve: {', '.join(app.state.server.env_ids)} on http://{host_text}:{bound_port}", flush=True)
+    server.run(sockets=[sock])
+
+
+def listening_socket(host: str, port: int, fd: int | None = None) -> socket.socket:
+    """A socket listening on ``host:port`` (or the inherited one ``fd``), with ``TCP_NODELAY``.
+
+    Accepted connections inherit the option. Without it, uvicorn's separate writes of a
+    response's head and body can wait for the client's delayed ACK: 40 ms per request.
+    """
+    if fd is not None:
+        sock = socket.socket(fileno=fd)
+    else:
+        sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _exit_at_eof(fd: int, server: Any) -> None:
+    while os.read(fd, 1024):
+        pass
+    server.should_exit = True
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``agentgym serve`` (shared with ``python -m agentgym.server``)."""
+    parser.add_argument("env_ids", nargs="+", metavar="ENV_ID", help="env ids to serve; patterns like 'Sokoban-*'")
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (0.0.0.0 in a container)")
+    parser.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one (the URL is printed)")
+    parser.add_argument(
+        "--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, help="open sessions at most; more get HTTP 429"
+    )
+    parser.add_argument(
+        "--session-ttl",
+        type=float,
+        default=DEFAULT_SESSION_TTL_S,
+        metavar="SECONDS",
+        help="close sessions idle this long (0: never)",
+    )
+    parser.add_argument(
+        "--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="larger request bodies get HTTP 413"
+    )
+    parser.add_argument(
+        "--no-inline", action="store_true", help="run every env call on a thread, even for inline_safe envs"
+    )
+    parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    parser.add_argument("--fd", type=int, help="serve on this inherited listening socket instead of --host/--port")
+    parser.add_argument("--exit-with-fd", type=int, metavar="FD", help="exit when this inherited pipe closes")
+
+
+def serve_from_args(args: argparse.Namespace) -> int:
+    """Run ``serve`` with parsed :func:`add_arguments` options."""
+    serve(
+        args.env_ids,
+        args.host,
+        args.port,
+        max_sessions=args.max_sessions,
+        session_ttl_s=args.session_ttl,
+        max_body_bytes=args.max_body_bytes,
+        inline=not args.no_inline,
+        log_level=args.log_level,
+        fd=args.fd,
+        exit_with_fd=args.exit_with_fd,
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m agentgym.server``: the same as ``agentgym serve``."""
+    parser = argparse.ArgumentParser(prog="python -m agentgym.server", description=SERVE_HELP)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return serve_from_args(args)
+    except ValueError as error:
+        print(f"agentgym serve: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,485 @@
+"""The env server and RemoteEnv over real HTTP on loopback: equivalence with local envs, limits, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+import httpx
+import numpy as np
+import pytest
+import uvicorn
+from gymnasium.utils.env_checker import check_env
+
+import agentgym
+from agentgym.backends import ServerProcess
+from agentgym.core import InvalidAction, TaskSplits, TextEnv
+from agentgym.remote import RemoteEnv, RemoteEnvError, ServerUnavailableError
+from agentgym.server import create_app, listening_socket
+
+PUZZLES = [
+    ("Sokoban-v0", {}),
+    ("FrozenLake-v0", {"is_slippery": True}),
+    ("Maze-v0", {}),
+    ("Wordle-v0", {}),
+]
+
+
+class FragileEnv(TextEnv):
+    """Say 'go' twice to win; 'crash' makes the engine raise. Counts closes; info holds numpy values."""
+
+    splits = TaskSplits(train=5, dev=5, test=5)
+    metadata = {**TextEnv.metadata, "inline_safe": True}
+    closed = 0
+
+    def __init__(self, explode: bool = False, render_mode: str | None = None) -> None:
+        super().__init__(render_mode)
+        if explode:
+            raise RuntimeError("the constructor blew up")
+
+    @property
+    def action_syntax(self) -> str:
+        return "Say 'go'."
+
+    def _generate(self, task_id: int) -> str:
+        self.left = 2
+        return f"Task {task_id}: say go twice."
+
+    def _describe(self) -> str:
+        return f"{self.left} to go."
+
+    def _execute(self, command: str) -> str:
+        if command == "crash":
+            raise RuntimeError("the engine fell over")
+        if command != "go":
+            raise InvalidAction("say go")
+        self.left -= 1
+        self.score = (2 - self.left) / 2
+        self.terminated = self.success = self.left == 0
+        return "Going."
+
+    def oracle_action(self) -> str:
+        return "go"
+
+    def _info(self, command: str, invalid: bool) -> dict[str, Any]:
+        numbers = {"np_int": np.int64(self.left), "np_float": np.float32(0.5), "np_bool": np.bool_(invalid)}
+        return super()._info(command, invalid) | numbers | {"np_array": np.arange(3)}
+
+    def close(self) -> None:
+        FragileEnv.closed += 1
+
+
+class ThreadedFragileEnv(FragileEnv):
+    """The same env, run on a session thread."""
+
+    metadata = {**TextEnv.metadata}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def test_envs() -> Iterator[None]:
+    for env_id, env_class in [("Fragile-v0", FragileEnv), ("ThreadedFragile-v0", ThreadedFragileEnv)]:
+        agentgym.register(
+            env_id,
+            entry_point=f"{__name__}:{env_class.__name__}",
+            family="test",
+            description="server test env",
+            splits=env_class.splits,
+            max_episode_steps=10,
+        )
+    yield
+    for env_id in ("Fragile-v0", "ThreadedFragile-v0"):
+        agentgym.registry.unregister(env_id)
+
+
+@contextlib.contextmanager
+def serving(env_ids: list[str], **options: Any) -> Iterator[str]:
+    """Run ``create_app(env_ids, **options)`` with uvicorn in a thread; yields its URL."""
+    app = create_app(env_ids, **options)
+    sock = listening_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()  # the socket already listens: the first request waits until uvicorn accepts it
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+@pytest.fixture(scope="module")
+def url(test_envs: None) -> Iterator[str]:
+    served = [env_id for env_id, _ in PUZZLES] + ["Fragile-v0", "ThreadedFragile-v0"]
+    with serving(served) as address:
+        yield address
+
+
+def trajectory(env: gym.Env, task_id: int, seed: int, steps: int = 40) -> list[Any]:
+    """Two episodes (a seeded one, then one drawn by the env's generator) of mixed replies."""
+    rng = random.Random(seed)
+    transitions: list[Any] = []
+    for options in ({"task_id": task_id}, {"split": "test"}):
+        transitions.append(env.reset(seed=seed if options.get("task_id") is not None else None, options=options))
+        for _ in range(steps):
+            base = env.unwrapped
+            choice = rng.randrange(4)
+            if choice == 3:
+                reply = base.random_action(rng)
+            else:
+                reply = ["garbage \ud800 ünï 🙂", f"Action: {base.oracle_action()}", base.oracle_action()][choice]
+            transitions.append(env.step(reply))
+            if transitions[-1][2] or transitions[-1][3]:
+                break
+    return transitions
+
+
+def assert_same_transitions(remote: list[Any], local: list[Any]) -> None:
+    assert len(remote) == len(local)
+    for index, (got, expected) in enumerate(zip(remote, local)):
+        assert got == expected, f"transition {index} differs"
+        assert [type(value) for value in got[:-1]] == [type(value) for value in expected[:-1]]
+
+
+@pytest.mark.parametrize(("env_id", "kwargs"), PUZZLES)
+def test_remote_episodes_equal_local_ones(url: str, env_id: str, kwargs: dict[str, Any]) -> None:
+    local = gym.make(env_id, **kwargs)
+    remote = RemoteEnv(url, env_id, **kwargs)
+    try:
+        assert repr(remote.observation_space) == repr(local.observation_space)
+        assert repr(remote.action_space) == repr(local.action_space)
+        assert remote.splits == local.unwrapped.splits and remote.spec.max_episode_steps == local.spec.max_episode_steps
+        assert remote.metadata["render_modes"] == local.metadata["render_modes"] and not remote.metadata["inline_safe"]
+        for task_id, seed in [(0, 0), (agentgym.env_info(env_id).splits.ids("test")[5], 11)]:
+            assert_same_transitions(trajectory(remote, task_id, seed), trajectory(local, task_id, seed))
+            assert remote.task_id == local.unwrapped.task_id and remote.split == local.unwrapped.split
+        assert remote.available_actions() == local.unwrapped.available_actions()
+    finally:
+        remote.close()
+
+
+@pytest.fixture(scope="module")
+def every_env_url() -> Iterator[str]:
+    with serving(["*"]) as address:
+        yield address
+
+
+@pytest.mark.parametrize("env_id", [info.id for info in agentgym.list_envs()])
+def test_every_registered_env_plays_the_same_episode_remotely(every_env_url: str, env_id: str) -> None:
+    runs = []
+    for env in (gym.make(env_id), RemoteEnv(every_env_url, env_id)):
+        rng = random.Random(1)
+        runs.append([env.reset(seed=2, options={"task_id": 5})])
+        for _ in range(10):
+            runs[-1].append(env.step(env.unwrapped.random_action(rng)))
+            if runs[-1][-1][2] or runs[-1][-1][3]:
+                break
+        env.close()
+    assert_same_transitions(*reversed(runs))
+
+
+@pytest.mark.parametrize(("env_id", "kwargs"), PUZZLES)
+def test_truncation_at_the_step_limit_matches_local(url: str, env_id: str, kwargs: dict[str, Any]) -> None:
+    limit = 12
+    remote = RemoteEnv(url, env_id, max_episode_steps=limit, **kwargs)
+    envs = [remote, gym.make(env_id, max_episode_steps=limit, **kwargs)]
+    runs = []
+    for env in envs:
+        run = [env.reset(seed=1, options={"task_id": 4})]
+        run += [env.step("not an action") for _ in range(limit)]
+        runs.append(run)
+    remote.close()
+    assert_same_transitions(*runs)
+    assert [transition[3] for transition in runs[0][1:]] == [False] * (limit - 1) + [True]
+
+
+def test_check_env_passes_on_a_remote_env(url: str) -> None:
+    env = RemoteEnv(url, "Sokoban-v0")
+    check_env(env)  # also makes new RemoteEnvs from env.spec, one per render mode
+    env.close()
+    check_env(RemoteEnv(url, "Sokoban-v0", render_mode="ansi"))
+
+
+def test_numpy_values_and_odd_strings_round_trip_exactly(url: str) -> None:
+    local, remote = gym.make("Fragile-v0"), RemoteEnv(url, "ThreadedFragile-v0")
+    replies = [
+        "\ud800 lone \udfff surrogates",
+        "\x00\u202e control",
+        "Ünïcödé 中文 🙂",
+        "Action: " + "up " * 300_000,
+        "go",
+    ]
+    for env in (local, remote):
+        env.reset(seed=0, options={"task_id": 3})
+    for reply in replies:
+        got, expected = remote.step(reply), local.step(reply)
+        assert got[-1].pop("np_array") == expected[-1].pop("np_array").tolist() == [0, 1, 2]
+        assert got == expected
+        assert type(got[-1]["np_int"]) is int and type(got[-1]["np_float"]) is float
+        assert type(got[-1]["np_bool"]) is bool
+    remote.close()
+
+
+def test_random_action_draws_like_the_local_env(url: str) -> None:
+    local, remote = gym.make("Sokoban-v0"), RemoteEnv(url, "Sokoban-v0")
+    local_rng, remote_rng = random.Random(5), random.Random(5)
+    for env in (local, remote):
+        env.reset(options={"task_id": 9})
+    for _ in range(20):
+        assert remote.random_action(remote_rng) == local.unwrapped.random_action(local_rng)
+    assert remote_rng.getstate() == local_rng.getstate()
+    answer = httpx.post(f"{url}/sessions/{remote.session_id}/random_action", json={"seed": 3}).json()
+    local_rng = random.Random(3)
+    assert answer["action"] == local.unwrapped.random_action(local_rng)
+    remote.close()
+
+
+def test_200_concurrent_sessions_on_one_server() -> None:
+    """200 threads, each with a RemoteEnv and a local twin playing the same oracle episode."""
+    server = ServerProcess(["FrozenLake-v0"], max_sessions=256)
+    count, opened, errors = 200, threading.Barrier(201, timeout=60), []
+
+    def play(index: int) -> None:
+        try:
+            remote, local = RemoteEnv(server.url, "FrozenLake-v0"), gym.make("FrozenLake-v0")
+            transitions = [tuple(env.reset(seed=index, options={"task_id": index}) for env in (remote, local))]
+            opened.wait()  # every session is open at once here
+            opened.wait()
+            done = False
+            while not done:
+                action = local.unwrapped.oracle_action()
+                transitions += [(remote.step(action), local.step(action))]
+                done = transitions[-1][1][2] or transitions[-1][1][3]
+            remote.close()
+            assert_same_transitions(*zip(*transitions))
+        except Exception as error:  # reported by the main thread
+            errors.append(error)
+            opened.abort()
+
+    threads = [threading.Thread(target=play, args=(index,)) for index in range(count)]
+    try:
+        for thread in threads:
+            thread.start()
+        opened.wait()
+        assert httpx.get(f"{server.url}/metrics").json()["sessions"] == count
+        opened.wait()
+        for thread in threads:
+            thread.join(60)
+        assert not errors, errors[:3]
+        metrics = httpx.get(f"{server.url}/metrics").json()
+    finally:
+        server.stop()
+    assert metrics["sessions"] == 0 and metrics["sessions_created"] == metrics["sessions_closed"] == count
+
+
+def test_abandoned_sessions_are_reaped_and_a_remote_env_recovers() -> None:
+    FragileEnv.closed = 0
+    with serving(["Fragile-v0"], session_ttl_s=0.3) as address:
+        for _ in range(5):
+            assert httpx.post(f"{address}/sessions", json={"env_id": "Fragile-v0"}).status_code == 201
+        env = RemoteEnv(address, "Fragile-v0")
+        env.reset(options={"task_id": 1})
+        deadline = time.monotonic() + 10
+        while httpx.get(f"{address}/metrics").json()["sessions"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        metrics = httpx.get(f"{address}/metrics").json()
+        assert metrics["sessions"] == 0 and metrics["sessions_reaped"] == 6 and FragileEnv.closed == 6
+        with pytest.raises(RemoteEnvError, match="UnknownSession") as caught:
+            env.step("go")
+        assert caught.value.status == 404
+        env.reset(options={"task_id": 1})  # opens a new session
+        assert env.step("go")[1] == 0.5
+        env.close()
+
+
+def test_max_sessions_answers_429_until_one_closes() -> None:
+    with serving(["Fragile-v0"], max_sessions=2) as address:
+        envs = [RemoteEnv(address, "Fragile-v0") for _ in range(2)]
+        response = httpx.post(f"{address}/sessions", json={"env_id": "Fragile-v0"})
+        assert response.status_code == 429 and response.headers["retry-after"]
+        assert response.json()["error"]["type"] == "TooManySessions"
+        with pytest.raises(RemoteEnvError, match="TooManySessions"):
+            RemoteEnv(address, "Fragile-v0", retries=1)
+        envs.pop().close()
+        RemoteEnv(address, "Fragile-v0").close()
+        envs[0].close()
+
+
+SESSION = "{session}"
+MALFORMED = [
+    ("POST", "/sessions", b"{not json", 400, "InvalidJSON"),
+    ("POST", "/sessions", b"[1, 2]", 422, "InvalidRequest"),
+    ("POST", "/sessions", {}, 422, "InvalidRequest"),
+    ("POST", "/sessions", {"env_id": 7}, 422, "InvalidRequest"),
+    ("POST", "/sessions", {"env_id": "Sokoban-v0", "kwargs": "dim_room=6"}, 422, "InvalidRequest"),
+    ("POST", "/sessions", {"env_id": "Sokoban-v0", "max_episode_steps": 0}, 422, "InvalidRequest"),
+    ("POST", "/sessions", {"env_id": "Nope-v0"}, 404, "UnknownEnv"),
+    ("POST", "/sessions", {"env_id": "Maze-Partial-v0"}, 404, "UnknownEnv"),  # registered, not served
+    ("POST", "/sessions", {"env_id": "Sokoban-v0", "kwargs": {"colour": "red"}}, 422, "InvalidArgument"),
+    ("POST", "/sessions", {"env_id": "FrozenLake-v0", "kwargs": {"size": 1}}, 422, "InvalidArgument"),
+    ("POST", "/sessions", {"env_id": "Sokoban-v0", "kwargs": {"backend": "process"}}, 422, "InvalidArgument"),
+    ("POST", "/sessions/nope/step", {"action": "up"}, 404, "UnknownSession"),
+    ("DELETE", "/sessions/nope", None, 404, "UnknownSession"),
+    ("POST", f"/sessions/{SESSION}/step", {"action": "up"}, 409, "ResetNeeded"),
+    ("POST", f"/sessions/{SESSION}/oracle_action", None, 409, "ResetNeeded"),
+    ("POST", f"/sessions/{SESSION}/reset", {"seed": "1"}, 422, "InvalidRequest"),
+    ("POST", f"/sessions/{SESSION}/reset", {"seed": True}, 422, "InvalidRequest"),
+    ("POST", f"/sessions/{SESSION}/reset", {"options": {"task_id": 10**9}}, 422, "InvalidArgument"),
+    ("POST", f"/sessions/{SESSION}/reset", {"options": {"colour": 1}}, 422, "InvalidArgument"),
+    ("POST", f"/sessions/{SESSION}/random_action", {"rng_state": [1, 2]}, 422, "InvalidRequest"),
+    ("POST", f"/sessions/{SESSION}/teleport", {}, 404, "NotFound"),
+    ("GET", f"/sessions/{SESSION}/step", None, 405, "MethodNotAllowed"),
+    ("GET", "/nowhere", None, 404, "NotFound"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "kind"), MALFORMED)
+def test_client_mistakes_get_json_4xx_and_leave_the_session_usable(
+    url: str, method: str, path: str, body: Any, status: int, kind: str
+) -> None:
+    created = httpx.post(f"{url}/sessions", json={"env_id": "Sokoban-v0"}).json()
+    session = created["session_id"]
+    content = body if isinstance(body, bytes) else None
+    response = httpx.request(
+        method, url + path.format(session=session), content=content, json=None if content else body
+    )
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["type"] == kind and error["message"] and "Traceback" not in response.text
+    assert httpx.post(f"{url}/sessions/{session}/reset", json={"options": {"task_id": 0}}).status_code == 200
+    assert httpx.post(f"{url}/sessions/{session}/step", json={"action": "up"}).status_code == 200
+    httpx.delete(f"{url}/sessions/{session}")
+
+
+def test_oversized_bodies_get_413_with_or_without_a_length() -> None:
+    with serving(["Fragile-v0"], max_body_bytes=1000) as address:
+        session = httpx.post(f"{address}/sessions", json={"env_id": "Fragile-v0"}).json()["session_id"]
+        step = f"{address}/sessions/{session}/step"
+        for content in (b'{"action": "%s"}' % (b"a" * 2000), iter([b'{"action": "', b"a" * 2000, b'"}'])):
+            response = httpx.post(step, content=content)  # an iterator is sent chunked, without a length
+            assert response.status_code == 413 and response.json()["error"]["type"] == "PayloadTooLarge"
+        assert httpx.post(f"{address}/sessions/{session}/reset", json={}).status_code == 200
+        assert httpx.post(step, json={"action": "go"}).json()["reward"] == 0.5
+
+
+def test_remote_env_raises_what_the_local_env_raises(url: str) -> None:
+    with pytest.raises(TypeError, match="colour"):
+        RemoteEnv(url, "Sokoban-v0", colour="red")
+    with pytest.raises(ValueError, match="size"):
+        RemoteEnv(url, "FrozenLake-v0", size=1)
+    with pytest.raises(RemoteEnvError, match="UnknownEnv"):
+        RemoteEnv(url, "Maze-Partial-v0")
+    env = RemoteEnv(url, "Sokoban-v0")
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("up")
+    with pytest.raises(ValueError, match="outside"):
+        env.reset(options={"task_id": -1})
+    env.close()
+    fragile = RemoteEnv(url, "Fragile-v0")  # no enumerable actions: no random baseline
+    fragile.reset()
+    with pytest.raises(NotImplementedError):
+        fragile.random_action(random.Random(0))
+    fragile.close()
+
+
+@pytest.mark.parametrize("env_id", ["Fragile-v0", "ThreadedFragile-v0"])
+def test_an_env_that_raises_gets_env_error_and_its_session_is_closed(url: str, env_id: str) -> None:
+    FragileEnv.closed = 0
+    env = RemoteEnv(url, env_id)
+    env.reset(options={"task_id": 2})
+    session = env.session_id
+    response = httpx.post(f"{url}/sessions/{session}/step", json={"action": "crash"})
+    assert response.status_code == 500 and "Traceback" not in response.text
+    assert response.json()["error"] == {
+        "type": "EnvError",
+        "message": "step raised RuntimeError: the engine fell over",
+        "session_closed": True,
+    }
+    assert FragileEnv.closed == 1
+    assert session not in {entry["session_id"] for entry in httpx.get(f"{url}/sessions").json()["sessions"]}
+    with pytest.raises(RemoteEnvError, match="UnknownSession"):
+        env.step("go")
+    env.reset(options={"task_id": 2})  # a new session
+    with pytest.raises(RemoteEnvError, match="EnvError.*engine fell over"):
+        env.step("crash")
+    env.reset(options={"task_id": 2})
+    assert env.step("go")[1] == 0.5
+    env.close()
+    response = httpx.post(f"{url}/sessions", json={"env_id": env_id, "kwargs": {"explode": True}})
+    assert response.status_code == 500 and response.json()["error"]["type"] == "EnvError"
+    assert "constructor blew up" in response.json()["error"]["message"]
+
+
+def test_health_metrics_and_session_listing(url: str) -> None:
+    health = httpx.get(f"{url}/health").json()
+    assert health["status"] == "ok" and "Sokoban-v0" in health["envs"]
+    env = RemoteEnv(url, "Maze-v0")
+    env.reset(options={"task_id": 0})
+    env.step(env.oracle_action())
+    listed = {entry["session_id"]: entry for entry in httpx.get(f"{url}/sessions").json()["sessions"]}
+    assert listed[env.session_id]["env_id"] == "Maze-v0" and listed[env.session_id]["steps"] == 1
+    metrics = httpx.get(f"{url}/metrics").json()
+    assert metrics["steps"] >= 1 and metrics["calls"]["oracle_action"] >= 1 and metrics["rss_bytes"] > 10**6
+    assert metrics["sessions_by_env"]["Maze-v0"] >= 1 and metrics["errors"] == sum(metrics["errors_by_type"].values())
+    env.close()
+
+
+def test_shutting_the_server_down_closes_every_env() -> None:
+    FragileEnv.closed = 0
+    with serving(["Fragile-v0", "ThreadedFragile-v0"]) as address:
+        for env_id in ("Fragile-v0", "ThreadedFragile-v0", "Fragile-v0"):
+            httpx.post(f"{address}/sessions", json={"env_id": env_id})
+    assert FragileEnv.closed == 3
+
+
+def test_killing_the_server_mid_episode_gives_a_clear_connection_error() -> None:
+    server = ServerProcess(["Sokoban-v0"])
+    env = RemoteEnv(server.url, "Sokoban-v0")
+    env.reset(options={"task_id": 0})
+    env.step(env.oracle_action())
+    os.kill(server.pid, signal.SIGKILL)
+    clock = time.monotonic()
+    with pytest.raises(ServerUnavailableError, match=server.url) as caught:
+        env.step("up")
+    assert isinstance(caught.value, ConnectionError) and time.monotonic() - clock < 10
+    env.close()  # the session cannot be deleted any more: close still succeeds
+    server.stop()
+    with pytest.raises(ServerUnavailableError, match="cannot reach"):
+        RemoteEnv(server.url, "Sokoban-v0", retries=0)
+
+
+async def _cycle_sessions(url: str, count: int, concurrency: int = 8) -> None:
+    """Open, play one step of, and close ``count`` sessions, ``concurrency`` at a time."""
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+
+        async def worker(first: int) -> None:
+            for index in range(first, count, concurrency):
+                response = await client.post("/sessions", json={"env_id": "Sokoban-v0"})
+                session = response.json()["session_id"]
+                await client.post(f"/sessions/{session}/reset", json={"options": {"task_id": index % 1000}})
+                await client.post(f"/sessions/{session}/step", json={"action": "up"})
+                await client.delete(f"/sessions/{session}")
+
+        await asyncio.gather(*(worker(first) for first in range(concurrency)))
+
+
+def test_server_memory_stays_flat_over_many_sessions() -> None:
+    """1,500 sessions after a warm-up of 500 (benchmarks/server_throughput.py runs 10,000)."""
+    server = ServerProcess(["Sokoban-v0"], max_sessions=64)
+    try:
+        asyncio.run(_cycle_sessions(server.url, 500))
+        before = httpx.get(f"{server.url}/metrics").json()
+        asyncio.run(_cycle_sessions(server.url, 1500))
+        after = httpx.get(f"{server.url}/metrics").json()
+    finally:
+        server.stop()
+    assert after["sessions"] == 0 and after["sessions_closed"] == 2000
+    print(f"server RSS {before['rss_bytes'] / 2**20:.2f} MiB -> {after['rss_bytes'] / 2**20:.2f} MiB")
+    assert after["rss_bytes"] - before["rss_bytes"] < 2 * 2**20  # a leaked Sokoban session holds ~50 KB
