@@ -1,0 +1,18 @@
+"""WebShop: shop for what an instruction asks on a generated (or the original) catalog."""
+
+from agentgym.core import TaskSplits
+from agentgym.registry import register
+
+#: The goal splits of the default catalog (20,000 generated products, 12,087 goals as the
+#: original's human instructions), by the original convention: test = the first 500
+#: goals, dev = the next 1,000, train = the rest.
+SPLITS = TaskSplits(train=10_587, dev=1_000, test=500)
+
+register(
+    "WebShop-v0",
+    entry_point="agentgym.environments.webshop.env:WebShopEnv",
+    family="webshop",
+    description="WebShop: search, pick options and buy; BM25 search, the original reward; generated catalog",
+    splits=SPLITS,
+    max_episode_steps=15,
+)
