@@ -284,6 +284,12 @@ def _serve_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _webshop_site(args: argparse.Namespace) -> int:
+    from agentgym.environments.webshop.website import serve_from_args
+
+    return serve_from_args(args)
+
+
 def _policy_options(args: argparse.Namespace, backend: str) -> dict[str, object]:
     """The sampling and connection flags that apply to an LLM backend."""
     if backend == "openai":
@@ -379,6 +385,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help=SERVE_HELP)
     add_serve_arguments(serve)
     serve.set_defaults(run=serve_from_args)
+
+    from agentgym.environments.webshop import website
+
+    site = commands.add_parser("webshop-site", help=website.SITE_HELP)
+    website.add_arguments(site)
+    site.set_defaults(run=_webshop_site)
 
     serve_model = commands.add_parser(
         "serve-model", help="serve a local Hugging Face model with an OpenAI-compatible API"
