@@ -14,7 +14,7 @@ from pathlib import Path
 import gymnasium as gym
 
 from agentgym.core import observation_text
-from agentgym.registry import UnknownEnvError, env_info, list_envs
+from agentgym.registry import UnknownEnvError, env_info, list_commands, list_envs
 from agentgym.server import SERVE_HELP, serve_from_args
 from agentgym.server import add_arguments as add_serve_arguments
 from agentgym.table import format_table
@@ -284,12 +284,6 @@ def _serve_model(args: argparse.Namespace) -> int:
     return 0
 
 
-def _webshop_site(args: argparse.Namespace) -> int:
-    from agentgym.environments.webshop.website import serve_from_args
-
-    return serve_from_args(args)
-
-
 def _policy_options(args: argparse.Namespace, backend: str) -> dict[str, object]:
     """The sampling and connection flags that apply to an LLM backend."""
     if backend == "openai":
@@ -386,11 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_arguments(serve)
     serve.set_defaults(run=serve_from_args)
 
-    from agentgym.environments.webshop import website
-
-    site = commands.add_parser("webshop-site", help=website.SITE_HELP)
-    website.add_arguments(site)
-    site.set_defaults(run=_webshop_site)
+    for command in list_commands():  # provided by families; `main` hands them their arguments
+        commands.add_parser(command.name, help=command.help, add_help=False)
 
     serve_model = commands.add_parser(
         "serve-model", help="serve a local Hugging Face model with an OpenAI-compatible API"
@@ -417,6 +408,12 @@ class UsageError(ValueError):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``agentgym`` command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    family_commands = {command.name: command for command in list_commands()}
+    if argv and argv[0] in family_commands:
+        from gymnasium.envs.registration import load_env_creator
+
+        return load_env_creator(family_commands[argv[0]].entry_point)(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)

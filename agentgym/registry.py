@@ -80,6 +80,28 @@ def register(
     _ENVS[env_id] = info
 
 
+@dataclass(frozen=True)
+class Command:
+    """A subcommand of ``agentgym`` that a family provides, e.g. ``agentgym webshop-site``."""
+
+    name: str
+    entry_point: str  # "module:function", a function(argv: list[str]) -> int
+    help: str
+
+
+_COMMANDS: dict[str, Command] = {}
+
+
+def register_command(name: str, entry_point: str, help: str) -> None:
+    """Add ``agentgym NAME ...``: its arguments go to ``entry_point`` (imported only when run)."""
+    _COMMANDS[name] = Command(name, entry_point, help)
+
+
+def list_commands() -> list[Command]:
+    """The family-provided subcommands, sorted by name."""
+    return sorted(_COMMANDS.values(), key=lambda command: command.name)
+
+
 def unregister(env_id: str) -> None:
     """Remove an id registered with :func:`register` (from Gymnasium's registry too)."""
     del _ENVS[env_id]

@@ -201,3 +201,14 @@ def test_eval_an_in_process_hf_policy(tmp_path: Path, tiny_model_with_long_conte
     episodes = [json.loads(line) for line in (tmp_path / "episodes.jsonl").read_text().splitlines()]
     assert len(episodes) == 4 and all(record["status"] == "ok" and record["steps"] == 2 for record in episodes)
     assert all(record["policy"] == "tiny-llama-2k" and record["tokens"]["completion"] > 0 for record in episodes)
+
+
+def test_family_commands_receive_their_own_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    """`agentgym webshop-site` is provided by the webshop family; the core only passes it argv."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["webshop-site", "--help"])
+    assert exit_info.value.code == 0
+    assert "usage: agentgym webshop-site" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "webshop-site" in capsys.readouterr().out

@@ -1,7 +1,7 @@
 """WebShop: shop for what an instruction asks on a generated (or the original) catalog."""
 
 from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.registry import register, register_command
 
 #: The goal splits of the default catalog (20,000 generated products, 12,087 goals as the
 #: original's human instructions), by the original convention: test = the first 500
@@ -15,4 +15,10 @@ register(
     description="WebShop: search, pick options and buy; BM25 search, the original reward; generated catalog",
     splits=SPLITS,
     max_episode_steps=15,
+)
+
+register_command(
+    "webshop-site",
+    "agentgym.environments.webshop.website:main",
+    help="serve WebShop as a website (search, results, item pages, Buy Now) for people and browser agents",
 )

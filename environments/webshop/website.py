@@ -613,8 +613,8 @@ def serve_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agentgym.environments.webshop.website``: the same as ``agentgym webshop-site``."""
-    parser = argparse.ArgumentParser(prog="python -m agentgym.environments.webshop.website", description=SITE_HELP)
+    """``agentgym webshop-site`` (also ``python -m agentgym.environments.webshop.website``)."""
+    parser = argparse.ArgumentParser(prog="agentgym webshop-site", description=SITE_HELP)
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:
