@@ -1,4 +1,4 @@
-"""Where an env runs: ``gym.make(ENV_ID, backend="local" | "process", **kwargs)``.
+"""Where an env runs: ``gym.make(ENV_ID, backend="local" | "process" | "docker", **kwargs)``.
 
 * ``local`` (default): the family's class in this process; ``env.unwrapped`` is its
   :class:`~agentgym.core.TextEnv`.
@@ -7,6 +7,8 @@
   stopped when the env is closed or garbage-collected, at interpreter exit, and also when
   this process dies without cleaning up (``kill -9``): it watches a pipe whose write end
   only this process holds, and exits when the pipe closes.
+* ``docker``: the same server in a container of the family's image, reached through a Unix
+  socket, with no network and resource limits; see :mod:`agentgym.docker_backend`.
 
 Every agentgym id is registered with Gymnasium under the entry point
 ``agentgym.backends:<ENV_ID>``, which resolves (through this module's ``__getattr__``) to an
@@ -19,7 +21,7 @@ is the same as with the class itself, and the spec stays JSON-serialisable.
 so a remote env's server runs without a step limit and truncation happens where it does
 locally, including with ``gym.make(..., max_episode_steps=N)``.
 
-A new backend (``docker``, ``ray``) is a function ``(env_id, kwargs) -> gym.Env`` added to
+A new backend (``ray``) is a function ``(env_id, kwargs) -> gym.Env`` added to
 :data:`BACKENDS`. A remote one starts a server (any :class:`ServerHandle`: a URL and a
 ``stop()``) and returns :func:`remote_env` on it, which stops the server when the env closes.
 """
@@ -140,8 +142,19 @@ def remote_env(server: ServerHandle, env_id: str, kwargs: dict[str, Any], **opti
     return env
 
 
+def make_docker(env_id: str, kwargs: dict[str, Any]) -> RemoteEnv:
+    """The env in a new container (:mod:`agentgym.docker_backend`, imported only here)."""
+    from agentgym.docker_backend import make_docker
+
+    return make_docker(env_id, kwargs)
+
+
 #: Backend name -> function making ``env_id`` with ``kwargs`` there.
-BACKENDS: dict[str, Callable[[str, dict[str, Any]], gym.Env]] = {"local": make_local, "process": make_process}
+BACKENDS: dict[str, Callable[[str, dict[str, Any]], gym.Env]] = {
+    "local": make_local,
+    "process": make_process,
+    "docker": make_docker,
+}
 
 
 class ServerProcess:

@@ -10,7 +10,9 @@ encodes (lone surrogates survive). Truncation comes from the server's ``TimeLimi
 ``oracle_action()``, ``random_action(rng)`` (the server draws from ``rng``'s state and
 hands it back advanced, so the draws match the local env's), ``available_actions()``,
 ``splits``, ``task_id`` and ``split``, so the scripted baselines and the eval runner work
-on it. ``gym.make(ID, backend="process")`` returns one (see :mod:`agentgym.backends`).
+on it. ``gym.make(ID, backend="process")`` and ``backend="docker"`` return one (see
+:mod:`agentgym.backends`); the docker backend's reaches its server through a Unix socket
+(``uds=``).
 
 Errors: what the server reports as a bad argument, a missing reset or an unsupported
 baseline raises what the local env raises (``TypeError``/``ValueError``,
@@ -65,9 +67,11 @@ class RemoteEnv(gym.Env[str, str]):
     """An env session on an agentgym server; see the module docstring.
 
     ``max_episode_steps`` is the server-side ``TimeLimit`` (None: the registered one;
-    -1: none). ``timeout_s`` bounds each call, ``connect_timeout_s`` each connection
-    attempt, ``retries`` the retries of connection attempts and of opening the session.
-    Every other keyword argument goes to the env's constructor on the server.
+    -1: none). ``uds``: reach the server through the Unix socket at this path (``agentgym
+    serve --uds PATH``; ``url`` then only names it in messages and the ``Host`` header).
+    ``timeout_s`` bounds each call, ``connect_timeout_s`` each connection attempt,
+    ``retries`` the retries of connection attempts and of opening the session. Every
+    other keyword argument goes to the env's constructor on the server.
     """
 
     def __init__(
@@ -76,12 +80,14 @@ class RemoteEnv(gym.Env[str, str]):
         env_id: str,
         *,
         max_episode_steps: int | None = None,
+        uds: str | None = None,
         timeout_s: float = 300.0,
         connect_timeout_s: float = 10.0,
         retries: int = 2,
         **kwargs: Any,
     ) -> None:
         self.url = url.rstrip("/")
+        self.uds = uds
         self.env_id = env_id
         self.kwargs = kwargs
         self.max_episode_steps = max_episode_steps
@@ -94,7 +100,7 @@ class RemoteEnv(gym.Env[str, str]):
         self._client = httpx.Client(
             base_url=self.url,
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
-            transport=httpx.HTTPTransport(retries=retries),
+            transport=httpx.HTTPTransport(retries=retries, uds=uds),
             headers={"content-type": "application/json"},
             trust_env=False,
         )
@@ -113,7 +119,7 @@ class RemoteEnv(gym.Env[str, str]):
             id=env_id,
             entry_point="agentgym.remote:RemoteEnv",
             max_episode_steps=description["max_episode_steps"],
-            kwargs={"url": self.url, "env_id": env_id, **kwargs},
+            kwargs={"url": self.url, "env_id": env_id, **({"uds": uds} if uds else {}), **kwargs},
         )
 
     @property
@@ -162,6 +168,11 @@ class RemoteEnv(gym.Env[str, str]):
             if self.owned_server is not None:
                 self.owned_server.stop()
 
+    @property
+    def address(self) -> str:
+        """Where the server is, for messages: its URL, or its Unix socket."""
+        return self.url if self.uds is None else f"{self.url} (unix socket {self.uds})"
+
     # ---- what agentgym envs add -------------------------------------------------------
 
     def oracle_action(self) -> str:
@@ -199,7 +210,7 @@ class RemoteEnv(gym.Env[str, str]):
 
     def _call(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
         if self.session_id is None:
-            raise gym.error.ResetNeeded(f"no open session on {self.url}: call reset()")
+            raise gym.error.ResetNeeded(f"no open session on {self.address}: call reset()")
         try:
             return self._request("POST", f"/sessions/{self.session_id}/{name}", body)
         except RemoteEnvError as error:
@@ -209,7 +220,7 @@ class RemoteEnv(gym.Env[str, str]):
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         content = None if body is None else encode_json(body)
-        where = f"the agentgym server at {self.url} ({method} {path})"
+        where = f"the agentgym server at {self.address} ({method} {path})"
         try:
             response = self._client.request(method, path, content=content)
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:

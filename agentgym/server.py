@@ -54,6 +54,7 @@ import os
 import random
 import secrets
 import socket
+import stat
 import sys
 import threading
 import time
@@ -575,28 +576,34 @@ def serve(
     log_level: str = "info",
     fd: int | None = None,
     exit_with_fd: int | None = None,
+    uds: str | None = None,
 ) -> None:
     """Serve ``env_ids`` until interrupted (SIGINT/SIGTERM close every session first).
 
     Port 0 picks a free port; the URL is printed once the socket listens. ``fd`` serves
-    on an inherited listening socket instead of binding ``host:port``; with
-    ``exit_with_fd``, the server exits when that pipe is closed (the ``process`` backend
-    passes both).
+    on an inherited listening socket instead of binding ``host:port``, ``uds`` on a Unix
+    socket at that path (the ``docker`` backend's way into a container without a network);
+    with ``exit_with_fd``, the server exits when that pipe is closed (the ``process``
+    backend passes ``fd`` and ``exit_with_fd``, the ``docker`` backend ``uds`` and
+    ``exit_with_fd``).
     """
     import uvicorn
 
     app = create_app(
         env_ids, max_sessions=max_sessions, session_ttl_s=session_ttl_s, max_body_bytes=max_body_bytes, inline=inline
     )
-    sock = listening_socket(host, port, fd)
-    bound_host, bound_port = sock.getsockname()[:2]
+    sock = unix_socket(uds) if uds is not None else listening_socket(host, port, fd)
     # Keep-alive as long as an agent may think between steps: a RemoteEnv holds one connection.
     config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_keep_alive=600)
     server = uvicorn.Server(config)
     if exit_with_fd is not None:
         threading.Thread(target=_exit_at_eof, args=(exit_with_fd, server), daemon=True).start()
-    host_text = f"[{bound_host}]" if ":" in bound_host else bound_host
-    print(f"agentgym serve: {', '.join(app.state.server.env_ids)} on http://{host_text}:{bound_port}", flush=True)
+    if uds is not None:
+        where = f"unix:{uds}"
+    else:
+        bound_host, bound_port = sock.getsockname()[:2]
+        where = f"http://[{bound_host}]:{bound_port}" if ":" in bound_host else f"http://{bound_host}:{bound_port}"
+    print(f"agentgym serve: {', '.join(app.state.server.env_ids)} on {where}", flush=True)
     server.run(sockets=[sock])
 
 
@@ -611,6 +618,16 @@ def listening_socket(host: str, port: int, fd: int | None = None) -> socket.sock
     else:
         sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def unix_socket(path: str) -> socket.socket:
+    """A socket listening at the Unix socket path ``path`` (a stale socket file there is replaced)."""
+    if os.path.exists(path) and stat.S_ISSOCK(os.stat(path).st_mode):
+        os.unlink(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(path)
+    sock.listen(2048)
     return sock
 
 
@@ -644,6 +661,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     parser.add_argument("--fd", type=int, help="serve on this inherited listening socket instead of --host/--port")
     parser.add_argument("--exit-with-fd", type=int, metavar="FD", help="exit when this inherited pipe closes")
+    parser.add_argument("--uds", metavar="PATH", help="listen on a Unix socket at PATH instead of --host/--port")
 
 
 def serve_from_args(args: argparse.Namespace) -> int:
@@ -659,6 +677,7 @@ def serve_from_args(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         fd=args.fd,
         exit_with_fd=args.exit_with_fd,
+        uds=args.uds,
     )
     return 0
 

@@ -92,8 +92,8 @@ def test_ids_dispatch_through_backends_and_keep_their_real_entry_points() -> Non
     collecting.reset(options={"task_id": 0})
     collecting.step("up")
     assert len(collecting.render()) == 2
-    with pytest.raises(ValueError, match="unknown backend 'docker'; known backends: local, process"):
-        gym.make("Sokoban-v0", backend="docker")
+    with pytest.raises(ValueError, match="unknown backend 'nope'; known backends: local, process, docker"):
+        gym.make("Sokoban-v0", backend="nope")
     assert inline_safe("Sokoban-v0") and not inline_safe("Sokoban-v0", {"backend": "process"})
 
 

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Build agentgym's env-server images: agentgym/<GROUP>:latest from containers/<GROUP>/Dockerfile.
+#
+#   bash containers/build.sh                              # every group (a folder here with a Dockerfile): core
+#   bash containers/build.sh core                         # one group
+#   BASE=python:3.11-slim bash containers/build.sh        # on a machine with a registry: FROM python:3.11-slim
+#
+# No image registry is needed. Python packages reach the images only through a wheelhouse
+# made on this machine, which the Dockerfiles install from with `pip install --no-index`:
+#
+#   1. the base image: agentgym/base:bookworm (the default BASE) is built offline by
+#      containers/base/build.sh (debootstrap + docker import) when it is missing; any other
+#      BASE must already exist (docker pull it) and have python3 (>= 3.10, glibc);
+#   2. the wheelhouse, for the base image's Python (version, machine and glibc are asked from
+#      the image itself): the agentgym wheel, built from this checkout, plus every runtime
+#      dependency of agentgym[server] and a pip wheel, downloaded from PyPI as binary wheels;
+#   3. `docker build --network none` with the wheelhouse as the build context.
+#
+# Idempotent and fast when nothing changed: each image carries a label with a hash of the
+# sources (agentgym/, environments/, benchmarks/ without results, pyproject.toml, setup.py,
+# README.md), its Dockerfile and the base image's id; an image whose label matches is left
+# as it is (well under a second). The dependency wheels are downloaded again only when
+# pyproject.toml changes.
+#
+# Settings (environment variables):
+#   BASE        base image                         (default agentgym/base:bookworm)
+#   PREFIX      image name prefix                  (default agentgym: images agentgym/<GROUP>)
+#   TAG         image tag                          (default latest)
+#   WHEELHOUSE  where wheelhouses are kept         (default ${AGENTGYM_CACHE:-~/.cache/agentgym}/wheelhouse)
+#   PYTHON      host Python that runs pip          (default python3; a venv is made when it has no pip)
+#   FORCE=1     rebuild even when up to date
+#
+# Needs: a running dockerd, and PyPI reachable from this machine (not from containers).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BASE="${BASE:-agentgym/base:bookworm}"
+PREFIX="${PREFIX:-agentgym}"
+TAG="${TAG:-latest}"
+CACHE="${AGENTGYM_CACHE:-$HOME/.cache/agentgym}"
+WHEELHOUSE="${WHEELHOUSE:-$CACHE/wheelhouse}"
+PYTHON="${PYTHON:-python3}"
+FORCE="${FORCE:-0}"
+
+log() { printf '[containers/build.sh] %s\n' "$*" >&2; }
+fail() { log "error: $*"; exit 1; }
+
+if [ "$#" -gt 0 ]; then
+    GROUPS_TO_BUILD=("$@")
+else
+    GROUPS_TO_BUILD=()
+    for dockerfile in "$REPO"/containers/*/Dockerfile; do
+        GROUPS_TO_BUILD+=("$(basename "$(dirname "$dockerfile")")")
+    done
+fi
+for group in "${GROUPS_TO_BUILD[@]}"; do
+    [ -f "$REPO/containers/$group/Dockerfile" ] || fail "no containers/$group/Dockerfile"
+done
+
+command -v docker >/dev/null 2>&1 || fail "no docker CLI: apt-get install docker.io (or run containers/setup-host.sh)"
+docker info >/dev/null 2>&1 || fail "cannot reach dockerd: start it ('dockerd > /tmp/dockerd.log 2>&1 &' as root)"
+
+# ---- 1. the base image ----------------------------------------------------------------
+if ! docker image inspect "$BASE" >/dev/null 2>&1; then
+    if [ "$BASE" = agentgym/base:bookworm ]; then
+        log "base image $BASE is missing: building it with containers/base/build.sh"
+        status=0
+        IMAGE="$BASE" bash "$REPO/containers/base/build.sh" || status=$?
+        docker image inspect "$BASE" >/dev/null 2>&1 || fail "building the base image $BASE failed (exit $status)"
+        # (containers/base/build.sh can exit non-zero from its clean-up trap after a successful build.)
+        [ "$status" = 0 ] || log "note: containers/base/build.sh exited $status, but $BASE was built; going on"
+    else
+        fail "base image $BASE does not exist here: 'docker pull $BASE' first (or leave BASE unset to build agentgym/base:bookworm offline)"
+    fi
+fi
+base_id="$(docker image inspect -f '{{.Id}}' "$BASE")"
+
+# ---- what the image's Python installs ---------------------------------------------------
+read -r py_version py_machine py_glibc < <(docker run --rm --network none --entrypoint python3 "$BASE" -c \
+    'import platform, sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}", platform.machine(), platform.libc_ver()[1] or "none")') \
+    || fail "cannot run python3 in $BASE"
+[ "$py_glibc" != none ] || fail "$BASE's python3 is not linked with glibc (musl images are not supported)"
+py_tag="cp${py_version/./}"
+platforms=()
+glibc_minor="${py_glibc#2.}"
+for ((minor = glibc_minor; minor >= 17; minor--)); do
+    platforms+=(--platform "manylinux_2_${minor}_${py_machine}")
+done
+platforms+=(--platform "manylinux2014_${py_machine}")
+wheels="$WHEELHOUSE/$py_tag-$py_machine-glibc$py_glibc"
+
+# ---- the sources and their hash -------------------------------------------------------
+source_files() {
+    (cd "$REPO" && find pyproject.toml setup.py README.md agentgym environments benchmarks \
+        -path benchmarks/results -prune -o -name __pycache__ -prune -o -name '*.pyc' -o -type f -print | LC_ALL=C sort)
+}
+sources_hash="$(cd "$REPO" && source_files | xargs -d '\n' sha256sum | sha256sum | cut -c1-16)"
+
+image_hash() {  # the label an up-to-date image of group $1 carries
+    { echo "$sources_hash $base_id $py_tag $py_machine $py_glibc"; cat "$REPO/containers/$1/Dockerfile"; } | sha256sum | cut -c1-16
+}
+
+todo=()
+for group in "${GROUPS_TO_BUILD[@]}"; do
+    image="$PREFIX/$group:$TAG"
+    label="$(docker image inspect -f '{{ index .Config.Labels "agentgym.build-hash" }}' "$image" 2>/dev/null || true)"
+    if [ "$FORCE" != 1 ] && [ "$label" = "$(image_hash "$group")" ]; then
+        log "$image is up to date (FORCE=1 rebuilds)"
+    else
+        todo+=("$group")
+    fi
+done
+[ "${#todo[@]}" -gt 0 ] || exit 0
+
+# ---- 2. the wheelhouse ----------------------------------------------------------------
+if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
+    venv="$CACHE/build-venv"
+    if [ ! -x "$venv/bin/pip" ]; then
+        log "$PYTHON has no pip: making $venv"
+        "$PYTHON" -m venv "$venv" || fail "cannot make a venv with $PYTHON: apt-get install python3-venv"
+    fi
+    PYTHON="$venv/bin/python"
+fi
+pip=("$PYTHON" -m pip --disable-pip-version-check)
+mkdir -p "$wheels"
+stage="$(mktemp -d "${TMPDIR:-/tmp}/agentgym-build.XXXXXX")"
+trap 'rm -rf "$stage"' EXIT
+
+start=$(date +%s)
+log "building the agentgym wheel from $REPO"
+mkdir -p "$stage/src" "$stage/dist"
+(cd "$REPO" && source_files | tar -c -T - | tar -C "$stage/src" -x)
+"${pip[@]}" wheel --quiet --no-deps --wheel-dir "$stage/dist" "$stage/src" >&2
+rm -f "$wheels"/agentgym-*.whl
+cp "$stage"/dist/agentgym-*.whl "$wheels/"
+agentgym_wheel="$(ls "$wheels"/agentgym-*.whl)"
+
+deps_stamp="$(sha256sum "$REPO/pyproject.toml" | cut -c1-16) $py_tag $py_machine $py_glibc"
+if [ "$(cat "$wheels/.deps-stamp" 2>/dev/null || true)" != "$deps_stamp" ]; then
+    log "downloading agentgym[server]'s dependencies for Python $py_version ($py_machine, glibc $py_glibc) into $wheels"
+    rm -f "$wheels/.deps-stamp"
+    find "$wheels" -name '*.whl' ! -name 'agentgym-*' -delete  # no stale versions left behind
+    "${pip[@]}" download --quiet --dest "$wheels" --only-binary=:all: --implementation cp \
+        --python-version "$py_version" --abi "$py_tag" "${platforms[@]}" "$agentgym_wheel[server]" pip >&2
+    echo "$deps_stamp" > "$wheels/.deps-stamp"
+else
+    log "dependency wheels are up to date in $wheels"
+fi
+log "wheelhouse ready in $(($(date +%s) - start)) s"
+
+# ---- 3. the images --------------------------------------------------------------------
+remove_leftovers() {  # the builds' first stages, and images replaced by new ones (unless a container uses them)
+    docker image prune --force --filter dangling=true --filter label=agentgym.build-stage=install >/dev/null || true
+    docker image prune --force --filter dangling=true --filter label=agentgym.build-hash >/dev/null || true
+}
+for group in "${todo[@]}"; do
+    image="$PREFIX/$group:$TAG"
+    start=$(date +%s)
+    log "building $image FROM $BASE"
+    # --network none: everything comes from the wheelhouse (and no bridge network is needed).
+    if ! docker build --force-rm --network none --file "$REPO/containers/$group/Dockerfile" --build-arg "BASE=$BASE" \
+        --label "agentgym.build-hash=$(image_hash "$group")" --tag "$image" "$wheels" >&2; then
+        remove_leftovers
+        fail "docker build of $image failed (its output is above)"
+    fi
+    remove_leftovers
+    docker run --rm --network none --entrypoint agentgym "$image" list >/dev/null \
+        || fail "$image was built but 'agentgym list' fails in it"
+    log "built $image in $(($(date +%s) - start)) s"
+done

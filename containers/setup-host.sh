@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Prepare this machine for agentgym's whole test suite (the README's test command runs it first):
+#
+#   1. Debian packages the tests need, installed when missing: chromium (the leaderboard page's
+#      browser test), bubblewrap (the code sandbox), docker.io (the docker backend), debootstrap
+#      (the offline base image), and python3-venv when python3 can neither pip nor make a venv;
+#   2. dockerd, started when it is not answering, and waited for (its log: /var/log/agentgym-dockerd.log);
+#   3. the images: agentgym/base:bookworm (containers/base/build.sh, debootstrap + docker import)
+#      and agentgym/core:latest (containers/build.sh, from a wheelhouse built here).
+#
+# Idempotent: what is there already is checked and left alone (a second run takes seconds).
+# Prints what it does; exits non-zero with the reason when a step fails. Installing packages and
+# starting dockerd need root (or sudo). Debian or Ubuntu.
+#
+#   bash containers/setup-host.sh
+#
+# Settings (environment variables): BASE, PREFIX, TAG, WHEELHOUSE, PYTHON (see containers/build.sh),
+# DOCKERD_TIMEOUT (seconds to wait for dockerd, default 60).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DOCKERD_TIMEOUT="${DOCKERD_TIMEOUT:-60}"
+start=$(date +%s)
+
+log() { printf '[setup-host] %s\n' "$*" >&2; }
+fail() { log "FAILED: $*"; exit 1; }
+trap 'status=$?; [ "$status" = 0 ] || log "FAILED (exit $status) after $(($(date +%s) - start)) s; see the messages above"' EXIT
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        fail "'$*' needs root: run this script as root or install sudo"
+    fi
+}
+
+# ---- 1. packages ----------------------------------------------------------------------
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+{ command -v docker >/dev/null 2>&1 && command -v dockerd >/dev/null 2>&1; } || missing+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+python="${PYTHON:-python3}"
+command -v "$python" >/dev/null 2>&1 || missing+=(python3)
+if command -v "$python" >/dev/null 2>&1 && ! "$python" -m pip --version >/dev/null 2>&1 \
+    && ! "$python" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    missing+=(python3-venv)
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+    log "installing ${missing[*]} (apt-get)"
+    as_root apt-get update -qq || fail "apt-get update failed"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2 \
+        || fail "apt-get install ${missing[*]} failed"
+else
+    log "packages present: chromium, bubblewrap, docker.io, debootstrap"
+fi
+
+# ---- 2. dockerd -----------------------------------------------------------------------
+if docker info >/dev/null 2>&1; then
+    log "dockerd is running"
+elif [ "$(id -u)" != 0 ] && as_root docker info >/dev/null 2>&1; then
+    fail "dockerd runs but $(id -un) cannot reach it: add the user to the docker group (usermod -aG docker $(id -un))"
+else
+    log "starting dockerd (log: /var/log/agentgym-dockerd.log)"
+    as_root sh -c 'setsid nohup dockerd >/var/log/agentgym-dockerd.log 2>&1 </dev/null &'
+    waited=0
+    until docker info >/dev/null 2>&1; do
+        if [ "$waited" -ge "$DOCKERD_TIMEOUT" ]; then
+            tail -n 20 /var/log/agentgym-dockerd.log >&2 2>/dev/null || true
+            fail "dockerd did not answer within $DOCKERD_TIMEOUT s (its log's end is above)"
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+    log "dockerd answered after ${waited} s"
+fi
+
+# ---- 3. images ------------------------------------------------------------------------
+BASE="${BASE:-agentgym/base:bookworm}"
+if [ "$BASE" = agentgym/base:bookworm ] && ! docker image inspect "$BASE" >/dev/null 2>&1; then
+    log "building the base image $BASE (containers/base/build.sh: debootstrap needs root)"
+    status=0
+    as_root env IMAGE="$BASE" bash "$REPO/containers/base/build.sh" || status=$?
+    docker image inspect "$BASE" >/dev/null 2>&1 || fail "building the base image $BASE failed (exit $status)"
+    # (containers/base/build.sh can exit non-zero from its clean-up trap after a successful build.)
+    [ "$status" = 0 ] || log "note: containers/base/build.sh exited $status, but $BASE was built; going on"
+fi
+BASE="$BASE" bash "$REPO/containers/build.sh" core || fail "building the agentgym/core image failed"
+
+log "ready in $(($(date +%s) - start)) s"
