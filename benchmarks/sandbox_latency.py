@@ -156,6 +156,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print only; do not update results/")
     args = parser.parse_args()
 
+    load = os.getloadavg()[0]  # other work on the machine skews every number: say how much there was
     latency = start_to_exit(args.runs, args.docker_runs)
     attempts = humaneval_attempts()
     rates = {
@@ -186,10 +187,9 @@ def main() -> None:
     print(table)
     if args.no_write:
         return
-    load = os.getloadavg()[0]
     setup = (
         f"{args.runs} runs per command (docker {args.docker_runs}), 164 problems x 2 attempts, {args.jobs} jobs "
-        f"per throughput row; {os.cpu_count()} cores; 1-minute load average {load:.1f} at the end"
+        f"per throughput row; {os.cpu_count()} cores; 1-minute load average {load:.1f} at the start"
     )
     data = {"start_to_exit": latency, "humaneval_attempts": attempts, "throughput_per_s": rates}
     record("sandbox_latency", "Sandbox latency and throughput", setup, table, data)
