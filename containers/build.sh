@@ -64,29 +64,29 @@ docker info >/dev/null 2>&1 || fail "cannot reach dockerd: start it ('dockerd > 
 if ! docker image inspect "$BASE" >/dev/null 2>&1; then
     if [ "$BASE" = agentgym/base:bookworm ]; then
         log "base image $BASE is missing: building it with containers/base/build.sh"
-        status=0
-        IMAGE="$BASE" bash "$REPO/containers/base/build.sh" || status=$?
-        docker image inspect "$BASE" >/dev/null 2>&1 || fail "building the base image $BASE failed (exit $status)"
-        # (containers/base/build.sh can exit non-zero from its clean-up trap after a successful build.)
-        [ "$status" = 0 ] || log "note: containers/base/build.sh exited $status, but $BASE was built; going on"
+        IMAGE="$BASE" bash "$REPO/containers/base/build.sh" || fail "building the base image $BASE failed"
     else
-        fail "base image $BASE does not exist here: 'docker pull $BASE' first (or leave BASE unset to build agentgym/base:bookworm offline)"
+        fail "base image $BASE does not exist here: 'docker pull $BASE' first" \
+            "(or leave BASE unset to build agentgym/base:bookworm offline)"
     fi
 fi
 base_id="$(docker image inspect -f '{{.Id}}' "$BASE")"
 
 # ---- what the image's Python installs ---------------------------------------------------
-read -r py_version py_machine py_glibc < <(docker run --rm --network none --entrypoint python3 "$BASE" -c \
-    'import platform, sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}", platform.machine(), platform.libc_ver()[1] or "none")') \
+probe='import platform, sys
+print(f"{sys.version_info[0]}.{sys.version_info[1]}", platform.machine(), platform.libc_ver()[1] or "none")'
+read -r py_version py_machine py_glibc < <(docker run --rm --network none --entrypoint python3 "$BASE" -c "$probe") \
     || fail "cannot run python3 in $BASE"
 [ "$py_glibc" != none ] || fail "$BASE's python3 is not linked with glibc (musl images are not supported)"
 py_tag="cp${py_version/./}"
 platforms=()
 glibc_minor="${py_glibc#2.}"
-for ((minor = glibc_minor; minor >= 17; minor--)); do
+for ((minor = glibc_minor; minor >= 5; minor--)); do
     platforms+=(--platform "manylinux_2_${minor}_${py_machine}")
 done
-platforms+=(--platform "manylinux2014_${py_machine}")
+for legacy in manylinux2014 manylinux2010 manylinux1; do  # the old names of 2_17, 2_12 and 2_5
+    platforms+=(--platform "${legacy}_${py_machine}")
+done
 wheels="$WHEELHOUSE/$py_tag-$py_machine-glibc$py_glibc"
 
 # ---- the sources and their hash -------------------------------------------------------
@@ -97,7 +97,8 @@ source_files() {
 sources_hash="$(cd "$REPO" && source_files | xargs -d '\n' sha256sum | sha256sum | cut -c1-16)"
 
 image_hash() {  # the label an up-to-date image of group $1 carries
-    { echo "$sources_hash $base_id $py_tag $py_machine $py_glibc"; cat "$REPO/containers/$1/Dockerfile"; } | sha256sum | cut -c1-16
+    { echo "$sources_hash $base_id $py_tag $py_machine $py_glibc"; cat "$REPO/containers/$1/Dockerfile"; } \
+        | sha256sum | cut -c1-16
 }
 
 todo=()

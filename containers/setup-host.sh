@@ -24,7 +24,11 @@ start=$(date +%s)
 
 log() { printf '[setup-host] %s\n' "$*" >&2; }
 fail() { log "FAILED: $*"; exit 1; }
-trap 'status=$?; [ "$status" = 0 ] || log "FAILED (exit $status) after $(($(date +%s) - start)) s; see the messages above"' EXIT
+on_exit() {
+    local status=$?
+    [ "$status" = 0 ] || log "FAILED (exit $status) after $(($(date +%s) - start)) s; see the messages above"
+}
+trap on_exit EXIT
 
 as_root() {
     if [ "$(id -u)" = 0 ]; then
@@ -42,10 +46,11 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 { command -v docker >/dev/null 2>&1 && command -v dockerd >/dev/null 2>&1; } || missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
-python="${PYTHON:-python3}"
-command -v "$python" >/dev/null 2>&1 || missing+=(python3)
-if command -v "$python" >/dev/null 2>&1 && ! "$python" -m pip --version >/dev/null 2>&1 \
-    && ! "$python" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+# python3 must make venvs with pip (the test command's `python3 -m venv .venv`, and containers/build.sh
+# when python3 has no pip): Debian splits that off into python3-venv.
+if ! command -v python3 >/dev/null 2>&1; then
+    missing+=(python3 python3-venv)
+elif ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
     missing+=(python3-venv)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -54,7 +59,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2 \
         || fail "apt-get install ${missing[*]} failed"
 else
-    log "packages present: chromium, bubblewrap, docker.io, debootstrap"
+    log "packages present: chromium, bubblewrap, docker.io, debootstrap, python3-venv"
 fi
 
 # ---- 2. dockerd -----------------------------------------------------------------------
@@ -81,11 +86,7 @@ fi
 BASE="${BASE:-agentgym/base:bookworm}"
 if [ "$BASE" = agentgym/base:bookworm ] && ! docker image inspect "$BASE" >/dev/null 2>&1; then
     log "building the base image $BASE (containers/base/build.sh: debootstrap needs root)"
-    status=0
-    as_root env IMAGE="$BASE" bash "$REPO/containers/base/build.sh" || status=$?
-    docker image inspect "$BASE" >/dev/null 2>&1 || fail "building the base image $BASE failed (exit $status)"
-    # (containers/base/build.sh can exit non-zero from its clean-up trap after a successful build.)
-    [ "$status" = 0 ] || log "note: containers/base/build.sh exited $status, but $BASE was built; going on"
+    as_root env IMAGE="$BASE" bash "$REPO/containers/base/build.sh" || fail "building the base image $BASE failed"
 fi
 BASE="$BASE" bash "$REPO/containers/build.sh" core || fail "building the agentgym/core image failed"
 
