@@ -2716,7 +2716,7 @@ def fenced_blocks(text: str) -> list[str]:
             body.append(lines[index])
             index += 1
         else:
-            raise InvalidAction(f"a fenced block opened with {fence} is never closed.")
+            raise InvalidAction(f"a fenced block opened with {fence[:10]} is never closed.")
         blocks.append("\n".join(body))
         index += 1
     return blocks
