@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+CHROMIUM = "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="session")
@@ -23,3 +27,25 @@ def tiny_model_with_long_context_path(tmp_path_factory: pytest.TempPathFactory) 
     from tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-llama-2k", context_length=2048)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium driven by Playwright (its own browser download does not work offline)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is missing (pip install playwright)")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from agentgym.leaderboard import (
     write_html,
 )
 
-CHROMIUM = "/usr/bin/chromium"
 SYSTEM_PROMPT = "You are an agent. End every reply with a line `Action: <command>`."
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 UNICODE = "Box ☐ → 目标 ✓ 🎯 naïve"
@@ -377,27 +375,6 @@ def test_html_embeds_each_episode_as_inert_json(folders: list[Path], tmp_path: P
     assert detail["messages"][0] == ["system", None]  # the run's system prompt, held once
     assert detail["messages"][3] == ["user", f"You see {HOSTILE}"]
     assert detail["turns"][0]["info"]["ratio"] is None  # NaN is not JSON
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is missing (pip install playwright)")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-            ],
-        )
-        yield browser
-        browser.close()
 
 
 def test_html_page_in_chromium(browser: Any, folders: list[Path], tmp_path: Path) -> None:

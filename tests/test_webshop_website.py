@@ -21,7 +21,6 @@ import pytest
 from agentgym.environments.webshop.engine import Session, Shop
 from agentgym.environments.webshop.website import add_arguments, create_app
 
-CHROMIUM = "/usr/bin/chromium"
 CATALOG = "generated:3000"
 
 
@@ -126,27 +125,6 @@ def play(client: httpx.Client, session_id: str, command: str) -> None:
 
 
 # ---- in Chromium -------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is missing (pip install playwright)")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-            ],
-        )
-        yield browser
-        browser.close()
 
 
 def watched_page(browser: Any, javascript: bool) -> tuple[Any, Any, list[str]]:
