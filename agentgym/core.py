@@ -259,6 +259,14 @@ class TextEnv(gym.Env[str, str], abc.ABC):
         """The command inside an LLM reply; override for families with other syntax."""
         return parse_action(reply)
 
+    def _observation(self, text: str) -> Any:
+        """The observation carrying ``text``.
+
+        Text families return ``text`` itself; visual families override this (and set a
+        ``spaces.Dict`` observation space) to return ``{"text": text, "screenshot": ...}``.
+        """
+        return text
+
     # ---- helpers for families -------------------------------------------------------
 
     def task_rng(self, task_id: int, *salt: object) -> random.Random:
@@ -272,7 +280,7 @@ class TextEnv(gym.Env[str, str], abc.ABC):
 
     # ---- the Gymnasium API ----------------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Start an episode.
 
         ``options={"task_id": N}`` plays task N; ``options={"split": "test"}`` draws a
@@ -285,16 +293,16 @@ class TextEnv(gym.Env[str, str], abc.ABC):
         self.score, self.success, self.terminated, self.steps = 0.0, False, False, 0
         self.instruction = self._generate(self.task_id)
         observation = f"{self.instruction}\n\n{self.action_syntax}\n\n{self._describe()}"
-        return observation, self._info(command="", invalid=False)
+        return self._observation(observation), self._info(command="", invalid=False)
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """Play one reply; see the module docstring for what comes back."""
         if self.task_id is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         self.steps += 1
         if self.terminated:
             feedback = "The episode is over; call reset() to start a new one."
-            return feedback, 0.0, True, False, self._info(command="", invalid=True)
+            return self._observation(feedback), 0.0, True, False, self._info(command="", invalid=True)
         if not isinstance(action, str):
             action = action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
         command = self.extract_action(action)
@@ -307,7 +315,7 @@ class TextEnv(gym.Env[str, str], abc.ABC):
             invalid = True
         observation = f"{feedback}\n\n{self._describe()}"
         reward = float(self.score - score_before)
-        return observation, reward, self.terminated, False, self._info(command, invalid)
+        return self._observation(observation), reward, self.terminated, False, self._info(command, invalid)
 
     def render(self) -> str | None:
         if self.render_mode == "ansi" and self.task_id is not None:
