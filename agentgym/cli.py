@@ -1,4 +1,4 @@
-"""The ``agentgym`` command line: list, info, play, eval, arena, leaderboard, serve, serve-model."""
+"""The ``agentgym`` command line: list, info, play, eval, arena, leaderboard, serve, serve-model, train."""
 
 from __future__ import annotations
 
@@ -124,6 +124,8 @@ def _eval(args: argparse.Namespace) -> int:
         items = [EvalItem(env_info(env_id).id, args.episodes, args.split, args.max_turns) for env_id in args.env]
         suite_name = None
     specs = args.policy or ["oracle"]
+    if args.ray is not None:
+        _connect_ray(args.ray)
     base = Path(args.out) if args.out else Path("results") / _slug(suite_name or "+".join(args.env))
     folders = []
     for spec in specs:
@@ -135,6 +137,18 @@ def _eval(args: argparse.Namespace) -> int:
     print()
     print(format_terminal(collect(folders)))
     return 0
+
+
+def _connect_ray(address: str) -> None:
+    """Connect to the Ray cluster ``--ray`` names, or say why not."""
+    try:
+        from agentgym.ray_backend import connect
+    except ImportError as error:
+        raise UsageError(str(error)) from None
+    try:
+        connect(address)
+    except ConnectionError as error:
+        raise UsageError(f"cannot connect to the Ray cluster at {address!r}: {error}") from None
 
 
 def _eval_policy(
@@ -169,6 +183,7 @@ def _eval_policy(
                 history_window=args.history_window,
                 env_timeout_s=args.env_timeout,
                 retry_errors=args.retry_errors,
+                backend="ray" if args.ray is not None else None,
                 suite=suite_name,
                 on_plan=on_plan,
                 on_episode=lambda record: bars[0].update(1),
@@ -332,7 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--env", action="append", help="env id (repeatable)")
     evaluate.add_argument("--suite", help="suite name (quick, full) or path to a suite .yaml")
     evaluate.add_argument(
-        "--policy", action="append", help="oracle (default), random, openai:MODEL[@URL] or hf:PATH; repeatable"
+        "--policy",
+        action="append",
+        help="oracle (default), random, openai:MODEL[@URL[,URL...]] (several URLs: load-balanced) or hf:PATH; "
+        "repeatable",
     )
     evaluate.add_argument("--split", default="test", choices=("train", "dev", "test"), help="with --env")
     evaluate.add_argument("--episodes", type=int, default=10, help="episodes per env (with --env)")
@@ -347,6 +365,14 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--history-window", type=int, help="keep only the last K turns in the prompt")
     evaluate.add_argument("--system-prompt-file", help="file with the system prompt")
     evaluate.add_argument("--env-timeout", type=float, default=120.0, help="seconds an env call may take")
+    evaluate.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help="run the envs as Ray actors across a cluster: its address (default: the one this machine joined "
+        "with `ray start`; 'local': a new one-machine instance)",
+    )
     evaluate.add_argument("--temperature", type=float, help="sampling temperature (LLM policies)")
     evaluate.add_argument("--top-p", type=float, help="nucleus sampling (LLM policies)")
     evaluate.add_argument("--max-tokens", type=int, help="reply length limit (LLM policies)")
@@ -382,6 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for command in list_commands():  # provided by families; `main` hands them their arguments
         commands.add_parser(command.name, help=command.help, add_help=False)
+    # `main` hands `train`'s arguments to agentgym.train.cli (imported only then: it needs torch).
+    commands.add_parser("train", help="train a policy with GRPO, PPO or GiGPO from a YAML config", add_help=False)
 
     serve_model = commands.add_parser(
         "serve-model", help="serve a local Hugging Face model with an OpenAI-compatible API"
@@ -414,6 +442,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gymnasium.envs.registration import load_env_creator
 
         return load_env_creator(family_commands[argv[0]].entry_point)(argv[1:])
+    if argv and argv[0] == "train":
+        from agentgym.train.cli import main as train
+
+        return train(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)

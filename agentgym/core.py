@@ -202,6 +202,9 @@ class TextEnv(gym.Env[str, str], abc.ABC):
     max_observation_chars: ClassVar[int] = 200_000
     #: Upper bound on reply length in the action space; longer replies are still handled.
     max_action_chars: ClassVar[int] = 65_536
+    #: False where the family ships no scripted solver for this task (some MiniWoB++ pages):
+    #: ``oracle_action`` then returns a harmless command and the oracle baseline fails there.
+    has_oracle: bool = True
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode not in (None, *self.metadata["render_modes"]):

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 #: The image of every family without its own in :data:`FAMILY_IMAGES`.
 DEFAULT_IMAGE = "agentgym/core:latest"
 #: Family -> image, for families that need another image than :data:`DEFAULT_IMAGE`.
-FAMILY_IMAGES: dict[str, str] = {}
+FAMILY_IMAGES: dict[str, str] = {"desktop": "agentgym/desktop:latest"}
 #: Families whose envs need a network; every other family runs with ``--network none``.
 NETWORK_FAMILIES: frozenset[str] = frozenset()
 #: Defaults of the ``docker_*`` keyword arguments (see the module docstring).

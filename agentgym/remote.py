@@ -5,7 +5,8 @@ the server at ``url`` and is then interchangeable with the local env: the same s
 and for the same task, seed and actions the same observations, rewards, ``terminated``,
 ``truncated`` and ``info``. Values travel as JSON: tuples arrive as lists, numpy numbers
 as plain ones, and a surrogate pair held as two code points as the one character it
-encodes (lone surrogates survive). Truncation comes from the server's ``TimeLimit``
+encodes (lone surrogates survive); dict observations come back as dicts, their numpy
+arrays (a screenshot) with the local dtype and shape. Truncation comes from the server's ``TimeLimit``
 (``max_episode_steps`` as in ``gym.make``). Like a :class:`~agentgym.core.TextEnv` it has
 ``oracle_action()``, ``random_action(rng)`` (the server draws from ``rng``'s state and
 hands it back advanced, so the draws match the local env's), ``available_actions()``,
@@ -42,7 +43,7 @@ import httpx
 from gymnasium.envs.registration import EnvSpec
 
 from agentgym.core import TaskSplits
-from agentgym.server import encode_json, space_from_description
+from agentgym.server import decode_observation, encode_json, space_from_description
 
 if TYPE_CHECKING:
     from agentgym.backends import ServerHandle
@@ -144,14 +145,20 @@ class RemoteEnv(gym.Env[str, str]):
             answer = self._call("reset", body)
         info = answer["info"]
         self.task_id, self.split = info.get("task_id"), info.get("split")
-        return answer["observation"], info
+        return decode_observation(answer["observation"]), info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Play one action on the server."""
         if not isinstance(action, str):  # as TextEnv.step reads it
             action = action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
         answer = self._call("step", {"action": action})
-        return answer["observation"], answer["reward"], answer["terminated"], answer["truncated"], answer["info"]
+        return (
+            decode_observation(answer["observation"]),
+            answer["reward"],
+            answer["terminated"],
+            answer["truncated"],
+            answer["info"],
+        )
 
     def render(self) -> str | None:
         return self._call("render", {})["render"]

@@ -11,7 +11,9 @@ and the ``process`` and ``docker`` backends run it. JSON in, JSON out:
   the env's interface on the client.
 * ``POST /sessions/{id}/reset`` ``{"seed", "options"}`` → ``{"observation", "info"}``;
   ``POST /sessions/{id}/step`` ``{"action"}`` → ``{"observation", "reward", "terminated",
-  "truncated", "info"}``; ``.../render`` → ``{"render"}``; the baselines' calls
+  "truncated", "info"}`` (a dict observation's numpy arrays, such as a screenshot, travel as
+  ``{"__ndarray__": base64 of zlib-compressed bytes, "dtype", "shape"}``: :func:`encode_observation`);
+  ``.../render`` → ``{"render"}``; the baselines' calls
   ``.../oracle_action`` → ``{"action"}``, ``.../random_action`` ``{"seed"}`` or
   ``{"rng_state"}`` (a ``random.Random`` state, returned advanced) → ``{"action",
   "rng_state"}``, and ``.../available_actions`` → ``{"actions"}``.
@@ -46,6 +48,7 @@ handlers' annotations at run time).
 
 import argparse
 import asyncio
+import base64
 import concurrent.futures
 import fnmatch
 import json
@@ -58,6 +61,7 @@ import stat
 import sys
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -100,17 +104,68 @@ def _plain(value: Any) -> Any:
 
 
 def describe_space(space: spaces.Space) -> dict[str, Any]:
-    """A JSON description of a space that :func:`space_from_description` rebuilds."""
+    """A JSON description of a space that :func:`space_from_description` rebuilds.
+
+    Handles :class:`~agentgym.core.UnicodeText`, ``Box`` (bounds sent as one number when
+    they are uniform, so a screenshot's space stays small) and ``Dict`` of those.
+    """
     if isinstance(space, UnicodeText):
         return {"type": "UnicodeText", "min_length": space.min_length, "max_length": space.max_length}
+    if isinstance(space, spaces.Box):
+        return {
+            "type": "Box",
+            "low": _bound(space.low),
+            "high": _bound(space.high),
+            "shape": list(space.shape),
+            "dtype": space.dtype.str,
+        }
+    if isinstance(space, spaces.Dict):
+        return {"type": "Dict", "spaces": {key: describe_space(value) for key, value in space.spaces.items()}}
     raise NotImplementedError(f"serving envs with {space!r} spaces is not supported yet")
+
+
+def _bound(values: np.ndarray) -> Any:
+    flat = values.reshape(-1)
+    return flat[0].item() if flat.size and (flat == flat[0]).all() else values.tolist()
 
 
 def space_from_description(description: dict[str, Any]) -> spaces.Space:
     """The space :func:`describe_space` described."""
     if description["type"] == "UnicodeText":
         return UnicodeText(description["max_length"], min_length=description["min_length"])
+    if description["type"] == "Box":
+        dtype, shape = np.dtype(description["dtype"]), tuple(description["shape"])
+        low, high = (np.broadcast_to(np.asarray(description[key], dtype=dtype), shape) for key in ("low", "high"))
+        return spaces.Box(low, high, shape, dtype)
+    if description["type"] == "Dict":
+        return spaces.Dict({key: space_from_description(value) for key, value in description["spaces"].items()})
     raise NotImplementedError(f"unknown space type {description['type']!r}")
+
+
+def encode_observation(observation: Any) -> Any:
+    """An observation for the wire: numpy arrays (a screenshot) inside dicts become
+    ``{"__ndarray__": base64 of the zlib-compressed bytes, "dtype", "shape"}``; text stays text."""
+    if isinstance(observation, dict):
+        return {key: encode_observation(value) for key, value in observation.items()}
+    if isinstance(observation, np.ndarray):
+        data = np.ascontiguousarray(observation)
+        return {
+            "__ndarray__": base64.b64encode(zlib.compress(data.tobytes(), 1)).decode("ascii"),
+            "dtype": data.dtype.str,
+            "shape": list(data.shape),
+        }
+    return observation
+
+
+def decode_observation(observation: Any) -> Any:
+    """The observation :func:`encode_observation` encoded, arrays rebuilt with their dtype and shape."""
+    if isinstance(observation, dict):
+        if "__ndarray__" in observation:
+            data = zlib.decompress(base64.b64decode(observation["__ndarray__"]))
+            array = np.frombuffer(data, dtype=np.dtype(observation["dtype"]))
+            return array.reshape(observation["shape"]).copy()
+        return {key: decode_observation(value) for key, value in observation.items()}
+    return observation
 
 
 class ServerError(Exception):
@@ -167,7 +222,7 @@ def _reset(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
 
     def reset() -> dict[str, Any]:
         observation, info = env.reset(seed=seed, options=options)
-        return {"observation": observation, "info": info}
+        return {"observation": encode_observation(observation), "info": info}
 
     return reset
 
@@ -178,7 +233,7 @@ def _step(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
     def step() -> dict[str, Any]:
         observation, reward, terminated, truncated, info = env.step(action)
         return {
-            "observation": observation,
+            "observation": encode_observation(observation),
             "reward": reward,
             "terminated": terminated,
             "truncated": truncated,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build agentgym's env-server images: agentgym/<GROUP>:latest from containers/<GROUP>/Dockerfile.
 #
-#   bash containers/build.sh                              # every group (a folder here with a Dockerfile): core
+#   bash containers/build.sh                              # every group (a folder here with a Dockerfile
+#                                                         # and no build.sh of its own): core
 #   bash containers/build.sh core                         # one group
 #   BASE=python:3.11-slim bash containers/build.sh        # on a machine with a registry: FROM python:3.11-slim
 #
@@ -50,7 +51,9 @@ if [ "$#" -gt 0 ]; then
 else
     GROUPS_TO_BUILD=()
     for dockerfile in "$REPO"/containers/*/Dockerfile; do
-        GROUPS_TO_BUILD+=("$(basename "$(dirname "$dockerfile")")")
+        folder="$(dirname "$dockerfile")"
+        # A group with a build.sh of its own (desktop: its own base image) is built by that script.
+        [ -f "$folder/build.sh" ] || GROUPS_TO_BUILD+=("$(basename "$folder")")
     done
 fi
 for group in "${GROUPS_TO_BUILD[@]}"; do

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Prepare this machine for agentgym's whole test suite (the README's test command runs it first):
 #
-#   1. Debian packages the tests need, installed when missing: chromium (the leaderboard page's
-#      browser test), bubblewrap (the code sandbox), docker.io (the docker backend), debootstrap
-#      (the offline base image), and python3-venv when python3 can neither pip nor make a venv;
+#   1. Debian packages the families and tests need, installed when missing: chromium (browser envs,
+#      the leaderboard page's test), bubblewrap (the code sandbox), docker.io (the docker backend),
+#      debootstrap (the offline base image), Java 17 (ScienceWorld), Xvfb, a window manager, xdotool
+#      and the desktop apps (Desktop-v0), and python3-venv when python3 can neither pip nor make a venv;
 #   2. dockerd, started when it is not answering, and waited for (its log: /var/log/agentgym-dockerd.log);
 #   3. the images: agentgym/base:bookworm (containers/base/build.sh, debootstrap + docker import)
 #      and agentgym/core:latest (containers/build.sh, from a wheelhouse built here).
@@ -12,7 +13,8 @@
 # Prints what it does; exits non-zero with the reason when a step fails. Installing packages and
 # starting dockerd need root (or sudo). Debian or Ubuntu.
 #
-#   bash containers/setup-host.sh
+#   bash containers/setup-host.sh                    # all three steps
+#   bash containers/setup-host.sh --packages-only    # step 1 only (the README's main-job command)
 #
 # Settings (environment variables): BASE, PREFIX, TAG, WHEELHOUSE, PYTHON (see containers/build.sh),
 # DOCKERD_TIMEOUT (seconds to wait for dockerd, default 60).
@@ -41,11 +43,26 @@ as_root() {
 }
 
 # ---- 1. packages ----------------------------------------------------------------------
+# Commands the families and tests run, and the Debian package of each.
+declare -A PACKAGE_OF=(
+    [chromium]=chromium                 # browser envs (MiniWoB++, WebShop-Browser), the leaderboard page's test
+    [bwrap]=bubblewrap                  # the code sandbox
+    [docker]=docker.io [dockerd]=docker.io
+    [debootstrap]=debootstrap           # the offline base image
+    [java]=openjdk-17-jre-headless      # ScienceWorld's engine
+    [Xvfb]=xvfb [xdotool]=xdotool [openbox]=openbox [wmctrl]=wmctrl [xwininfo]=x11-utils
+    [xterm]=xterm [mousepad]=mousepad [pcmanfm]=pcmanfm [gnumeric]=gnumeric [ssconvert]=gnumeric
+    [dbus-launch]=dbus-x11
+)
 missing=()
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
-{ command -v docker >/dev/null 2>&1 && command -v dockerd >/dev/null 2>&1; } || missing+=(docker.io)
-command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+for command in "${!PACKAGE_OF[@]}"; do
+    command -v "$command" >/dev/null 2>&1 || missing+=("${PACKAGE_OF[$command]}")
+done
+# Files the desktop family needs besides commands: xterm's core fonts, AT-SPI (the accessibility
+# tree, read by Debian's python3 with python3-gi), DejaVu for legible screenshots.
+for package in xfonts-base at-spi2-core gir1.2-atspi-2.0 python3-gi fonts-dejavu-core; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
+done
 # python3 must make venvs with pip (the test command's `python3 -m venv .venv`, and containers/build.sh
 # when python3 has no pip): Debian splits that off into python3-venv.
 if ! command -v python3 >/dev/null 2>&1; then
@@ -53,13 +70,18 @@ if ! command -v python3 >/dev/null 2>&1; then
 elif ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
     missing+=(python3-venv)
 fi
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u | sed '/^$/d')
 if [ "${#missing[@]}" -gt 0 ]; then
     log "installing ${missing[*]} (apt-get)"
     as_root apt-get update -qq || fail "apt-get update failed"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2 \
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 \
         || fail "apt-get install ${missing[*]} failed"
 else
-    log "packages present: chromium, bubblewrap, docker.io, debootstrap, python3-venv"
+    log "packages present (browser, sandbox, docker, Java, X server and desktop apps)"
+fi
+if [ "${1:-}" = --packages-only ]; then
+    log "packages ready in $(($(date +%s) - start)) s (--packages-only: no dockerd, no images)"
+    exit 0
 fi
 
 # ---- 2. dockerd -----------------------------------------------------------------------

@@ -49,3 +49,14 @@ def browser() -> Iterator[Any]:
         )
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def alfworld_tiny_games(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """ALFWorld-v0 plays a tiny set of genuine ALFWorld-format games (the real ones cannot be downloaded here)."""
+    from agentgym.environments.alfworld.tiny import write_tiny_games
+
+    root = write_tiny_games(tmp_path_factory.mktemp("alfworld"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ALFWORLD_DATA", str(root))
+        yield root

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import signal
@@ -17,13 +18,22 @@ import httpx
 import numpy as np
 import pytest
 import uvicorn
+from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 
 import agentgym
 from agentgym.backends import ServerProcess
-from agentgym.core import InvalidAction, TaskSplits, TextEnv
+from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.remote import RemoteEnv, RemoteEnvError, ServerUnavailableError
-from agentgym.server import create_app, listening_socket
+from agentgym.server import (
+    create_app,
+    decode_observation,
+    describe_space,
+    encode_json,
+    encode_observation,
+    listening_socket,
+    space_from_description,
+)
 
 PUZZLES = [
     ("Sokoban-v0", {}),
@@ -142,10 +152,24 @@ def trajectory(env: gym.Env, task_id: int, seed: int, steps: int = 40) -> list[A
 
 
 def assert_same_transitions(remote: list[Any], local: list[Any]) -> None:
+    """Equal transitions; dict observations compared key by key, their arrays by dtype, shape and values."""
     assert len(remote) == len(local)
     for index, (got, expected) in enumerate(zip(remote, local)):
+        if isinstance(expected[0], dict):
+            assert_same_observation(got[0], expected[0])
+            got, expected = got[1:], expected[1:]
         assert got == expected, f"transition {index} differs"
         assert [type(value) for value in got[:-1]] == [type(value) for value in expected[:-1]]
+
+
+def assert_same_observation(got: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        if isinstance(value, np.ndarray):
+            assert isinstance(got[key], np.ndarray) and got[key].dtype == value.dtype and got[key].shape == value.shape
+            assert np.array_equal(got[key], value), f"observation[{key!r}] differs"
+        else:
+            assert got[key] == value, f"observation[{key!r}] differs"
 
 
 @pytest.mark.parametrize(("env_id", "kwargs"), PUZZLES)
@@ -205,6 +229,26 @@ def test_check_env_passes_on_a_remote_env(url: str) -> None:
     check_env(env)  # also makes new RemoteEnvs from env.spec, one per render mode
     env.close()
     check_env(RemoteEnv(url, "Sokoban-v0", render_mode="ansi"))
+
+
+def test_dict_spaces_and_array_observations_round_trip() -> None:
+    """A screenshot-style observation and its spaces survive the wire format unchanged."""
+    space = spaces.Dict(
+        {
+            "text": UnicodeText(100),
+            "screenshot": spaces.Box(0, 255, (48, 64, 3), np.uint8),
+            "cursor": spaces.Box(np.array([0, 0]), np.array([63, 47]), (2,), np.int64),
+            "scores": spaces.Box(-1.0, np.array([1.0, 2.0], dtype=np.float32), (2,), np.float32),
+        }
+    )
+    description = describe_space(space)
+    assert len(encode_json(description)) < 1000  # uniform bounds travel as one number
+    assert repr(space_from_description(json.loads(encode_json(description)))) == repr(space)
+    observation = space.sample()
+    observation["text"] = "ünï 🙂"
+    wire = json.loads(encode_json({"observation": encode_observation(observation)}))
+    assert_same_observation(decode_observation(wire["observation"]), observation)
+    assert decode_observation(json.loads(encode_json(encode_observation("plain text")))) == "plain text"
 
 
 def test_numpy_values_and_odd_strings_round_trip_exactly(url: str) -> None:
