@@ -1,0 +1,18 @@
+"""Desktop: real X11 apps (terminal, text editor, file manager, spreadsheet) driven by mouse and keyboard."""
+
+from agentgym.core import TaskSplits
+from agentgym.registry import register
+
+#: 44 templates; 200 train, 20 dev and 20 test tasks per template.
+SPLITS = TaskSplits(train=8_800, dev=880, test=880)
+
+register(
+    "Desktop-v0",
+    entry_point="agentgym.environments.desktop.env:DesktopEnv",
+    family="desktop",
+    description="Xvfb + openbox desktop with xterm, Mousepad, PCManFM and Gnumeric; screenshot + window list; "
+    "pyautogui-style actions; 44 task templates checked on the saved files",
+    splits=SPLITS,
+    max_episode_steps=30,
+    observation="text+screenshot",
+)

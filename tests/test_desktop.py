@@ -1,0 +1,232 @@
+"""Desktop-v0: actions, oracles on every template, screenshots, and robustness (crashes, hangs, a dying X server,
+eight desktops at once) with no process left behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from episodes import play_oracle
+
+import agentgym
+from agentgym.core import InvalidAction
+from agentgym.environments.desktop.actions import parse_command, xdotool_calls
+from agentgym.environments.desktop.session import processes_with_token
+from agentgym.environments.desktop.tasks import TEMPLATES
+
+TOOLS = ("Xvfb", "openbox", "xdotool", "wmctrl", "xterm", "mousepad", "pcmanfm", "gnumeric", "ssconvert")
+missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+needs_desktop = pytest.mark.skipif(
+    bool(missing), reason=f"missing desktop programs {missing} (containers/setup-host.sh)"
+)
+
+
+def all_desktop_processes() -> set[int]:
+    """Every live process started for any desktop session (they carry AGENTGYM_DESKTOP in their environment)."""
+    found = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as environ:
+                    if b"AGENTGYM_DESKTOP=agentgym-desktop-" in environ.read():
+                        with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                            if stat.read().rsplit(b")", 1)[1].split()[0] != b"Z":
+                                found.add(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def env():
+    env = gym.make("Desktop-v0")
+    yield env
+    env.close()
+
+
+# ---- actions (no X server needed) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "arguments"),
+    [
+        ("click(10, 20)", "click", (10, 20)),
+        ("pyautogui.doubleClick(x=5, y=6)", "double_click", (5, 6)),
+        ("drag(1, 2, 3, 4)", "drag", (1, 2, 3, 4)),
+        ('type("a\\nb")', "type", ("a\nb",)),
+        ('key("ctrl+s")', "key", ("ctrl+s",)),
+        ('hotkey("Ctrl+Shift+N")', "key", ("ctrl+shift+N",)),
+        ('key("enter esc pagedown f2")', "key", ("Return Escape Next F2",)),
+        ("scroll(0, -3)", "scroll", (0, -3)),
+        ("wait(0.5)", "wait", (0.5,)),
+        ("done()", "done", ()),
+    ],
+)
+def test_parse_valid_actions(text: str, name: str, arguments: tuple) -> None:
+    command = parse_command(text, 1024, 768)
+    assert (command.name, command.arguments) == (name, arguments)
+
+
+@pytest.mark.parametrize(
+    ("text", "complaint"),
+    [
+        ("click(2000, 5)", "x coordinate"),
+        ("click(1, 2, 3)", "takes 2"),
+        ("fly(1, 2)", "unknown action"),
+        ("click(a, b)", "literal"),
+        ('key("ctrl+banana")', "unknown key"),
+        ("type(5)", "string"),
+        ('type("\\x07")', "control"),
+        ("wait(99)", "seconds"),
+        ("open the editor", "expected a call"),
+        ("", "no action"),
+        ("click(" + "1" * 20_000 + ")", "longer"),
+    ],
+)
+def test_parse_invalid_actions(text: str, complaint: str) -> None:
+    with pytest.raises(InvalidAction, match=complaint):
+        parse_command(text, 1024, 768)
+
+
+def test_typed_newlines_become_return_keys() -> None:
+    calls = xdotool_calls(parse_command('type("ab\\ncd")', 1024, 768))
+    assert calls == [["type", "--delay", "8", "--", "ab"], ["key", "Return"], ["type", "--delay", "8", "--", "cd"]]
+
+
+def test_templates_are_many_and_cover_every_app() -> None:
+    base_tasks = [template(__import__("random").Random(1)) for template in TEMPLATES]
+    assert len(TEMPLATES) >= 40
+    assert {task.app for task in base_tasks} == {"terminal", "editor", "files", "spreadsheet"}
+    assert len({task.template + task.app for task in base_tasks}) == len(TEMPLATES)
+
+
+# ---- on a real desktop --------------------------------------------------------------------
+
+
+@needs_desktop
+def test_oracle_solves_every_template(env: gym.Env) -> None:
+    """One test-split task per template (the test ids start at a multiple of the template count)."""
+    test_ids = agentgym.env_info("Desktop-v0").splits.ids("test")
+    count = len(env.unwrapped.templates)
+    assert test_ids.start % count == 0
+    results = [play_oracle(env, task_id) for task_id in test_ids[:count]]
+    failures = [(r.task_id, env.unwrapped.templates[r.task_id % count].__name__) for r in results if not r.success]
+    rate = 1 - len(failures) / count
+    print(f"oracle success {rate:.1%} over {count} templates; failures {failures}")
+    assert rate >= 0.95, failures
+
+
+@needs_desktop
+def test_screenshot_shows_what_the_oracle_typed(env: gym.Env) -> None:
+    """Typing a command in the terminal changes the pixels of the terminal's first line and nothing far below it."""
+    observation, _ = env.reset(options={"task_id": 0})  # make_folder: the terminal
+    assert env.unwrapped.task.app == "terminal"
+    before = observation["screenshot"]
+    assert before.shape == (768, 1024, 3) and before.dtype == np.uint8
+    observation, *_ = env.step(env.unwrapped.oracle_action())  # types "mkdir NAME" and Enter
+    changed_rows = np.flatnonzero((observation["screenshot"] != before).any(axis=(1, 2)))
+    assert changed_rows.size > 0, "the screen did not change"
+    assert changed_rows.max() < 80, f"rows changed down to {changed_rows.max()}: more than the first lines"
+    # The command ran: a new prompt on the next line, the folder exists.
+    assert env.unwrapped.task.check(env.unwrapped.session.home) is None
+
+
+@needs_desktop
+def test_observation_lists_windows_and_cursor(env: gym.Env) -> None:
+    observation, info = env.reset(options={"task_id": 19})  # write_text: the editor
+    assert env.observation_space.contains(observation)
+    assert '.txt - Mousepad" (mousepad.Mousepad): 0, 0, 1024x768 [focused]' in observation["text"]
+    observation, _, _, _, info = env.step("move(100, 200)")
+    assert observation["cursor"].tolist() == [100, 200] and "Mouse pointer: (100, 200)" in observation["text"]
+    observation, reward, terminated, _, info = env.step("click(5000, 1)")
+    assert info["invalid_action"] and "x coordinate" in observation["text"] and not terminated
+
+
+@needs_desktop
+def test_crashed_and_hung_apps_are_reported_and_killed(env: gym.Env) -> None:
+    env.reset(options={"task_id": 19})
+    session = env.unwrapped.session
+    app = session._apps[0]
+    os.kill(app.pid, signal.SIGSTOP)  # hangs: X input still goes out, the app does not draw
+    start = time.monotonic()
+    observation, _, terminated, _, info = env.step('type("hello")')
+    assert time.monotonic() - start < 10 and not terminated
+    assert "mousepad is not responding" in observation["text"]
+    env.reset(options={"task_id": 19})  # kills the stopped app
+    assert app.poll() is not None
+    os.kill(session._apps[0].pid, signal.SIGKILL)  # crashes
+    observation, _, terminated, _, info = env.step("click(10, 10)")
+    assert "mousepad was killed by signal 9" in observation["text"] and not terminated
+    observation, reward, terminated, _, info = env.step("done()")
+    assert terminated and not info["success"] and reward == 0.0
+
+
+@needs_desktop
+def test_x_server_dying_ends_the_episode_and_reset_recovers(env: gym.Env) -> None:
+    env.reset(options={"task_id": 0})
+    session = env.unwrapped.session
+    os.kill(session._server[0].pid, signal.SIGKILL)
+    observation, reward, terminated, _, info = env.step('type("ls")')
+    assert terminated and not info["success"] and "X server died" in observation["text"]
+    assert not observation["screenshot"].any()  # black: nothing to read
+    assert env.observation_space.contains(observation)
+    observation, info = env.reset(options={"task_id": 0})
+    assert session.alive() and "Terminal" in observation["text"]
+    assert play_oracle(env, 0).success
+
+
+@needs_desktop
+def test_eight_concurrent_desktops_leave_no_process_behind() -> None:
+    before = all_desktop_processes()
+    envs = [gym.make("Desktop-v0") for _ in range(8)]
+    task_ids = [0, 19, 29, 35, 3, 22, 30, 37]  # every app
+
+    def play(pair: tuple[gym.Env, int]) -> bool:
+        return play_oracle(*pair).success
+
+    with ThreadPoolExecutor(8) as pool:
+        successes = list(pool.map(play, zip(envs, task_ids)))
+    displays = {env.unwrapped.session.display for env in envs}
+    tokens = [env.unwrapped.session.token for env in envs]
+    assert len(displays) == 8, displays
+    assert all(processes_with_token(token) for token in tokens)
+    for env in envs:
+        env.close()
+    print(f"8 concurrent desktops: {sum(successes)}/8 oracle successes")
+    assert sum(successes) >= 7
+    assert not any(processes_with_token(token) for token in tokens)
+    assert all_desktop_processes() <= before
+
+
+@needs_desktop
+def test_garbage_collected_env_leaves_no_process() -> None:
+    env = gym.make("Desktop-v0")
+    env.reset(options={"task_id": 29})
+    token = env.unwrapped.session.token
+    assert processes_with_token(token)
+    del env
+    import gc
+
+    gc.collect()
+    assert not processes_with_token(token)
+
+
+@needs_desktop
+@pytest.mark.skipif(not os.path.exists("/usr/bin/dbus-daemon"), reason="no dbus-daemon (apt-get install dbus)")
+def test_accessibility_tree_lists_the_editor_and_its_bus_is_cleaned_up() -> None:
+    env = gym.make("Desktop-v0", accessibility=True)
+    try:
+        observation, _ = env.reset(options={"task_id": 19})
+        token = env.unwrapped.session.token
+    finally:
+        env.close()
+    if "Accessibility tree:\n(no accessibility tree" in observation["text"]:
+        pytest.skip("AT-SPI is unavailable under /usr/bin/python3 (apt-get install python3-gi gir1.2-atspi-2.0)")
+    assert 'application "mousepad"' in observation["text"] and 'menu "File"' in observation["text"]
+    assert not processes_with_token(token)
