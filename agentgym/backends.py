@@ -1,4 +1,4 @@
-"""Where an env runs: ``gym.make(ENV_ID, backend="local" | "process" | "docker", **kwargs)``.
+"""Where an env runs: ``gym.make(ENV_ID, backend="local" | "process" | "docker" | "ray", **kwargs)``.
 
 * ``local`` (default): the family's class in this process; ``env.unwrapped`` is its
   :class:`~agentgym.core.TextEnv`.
@@ -9,6 +9,9 @@
   only this process holds, and exits when the pipe closes.
 * ``docker``: the same server in a container of the family's image, reached through a Unix
   socket, with no network and resource limits; see :mod:`agentgym.docker_backend`.
+* ``ray``: the env in a Ray actor on a node of a Ray cluster that has the resources its
+  family needs, behind the same interface; see :mod:`agentgym.ray_backend` (needs the
+  ``ray`` extra).
 
 Every agentgym id is registered with Gymnasium under the entry point
 ``agentgym.backends:<ENV_ID>``, which resolves (through this module's ``__getattr__``) to an
@@ -21,9 +24,9 @@ is the same as with the class itself, and the spec stays JSON-serialisable.
 so a remote env's server runs without a step limit and truncation happens where it does
 locally, including with ``gym.make(..., max_episode_steps=N)``.
 
-A new backend (``ray``) is a function ``(env_id, kwargs) -> gym.Env`` added to
-:data:`BACKENDS`. A remote one starts a server (any :class:`ServerHandle`: a URL and a
-``stop()``) and returns :func:`remote_env` on it, which stops the server when the env closes.
+A backend is a function ``(env_id, kwargs) -> gym.Env`` in :data:`BACKENDS`. A remote one
+starts a server (any :class:`ServerHandle`: a URL and a ``stop()``) and returns
+:func:`remote_env` on it, which stops the server when the env closes.
 """
 
 from __future__ import annotations
@@ -149,11 +152,19 @@ def make_docker(env_id: str, kwargs: dict[str, Any]) -> RemoteEnv:
     return make_docker(env_id, kwargs)
 
 
+def make_ray(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
+    """The env in a new Ray actor (:mod:`agentgym.ray_backend`, imported only here)."""
+    from agentgym.ray_backend import make_ray
+
+    return make_ray(env_id, kwargs)
+
+
 #: Backend name -> function making ``env_id`` with ``kwargs`` there.
 BACKENDS: dict[str, Callable[[str, dict[str, Any]], gym.Env]] = {
     "local": make_local,
     "process": make_process,
     "docker": make_docker,
+    "ray": make_ray,
 }
 
 

@@ -6,6 +6,16 @@ one asyncio event loop. Policies are awaited; env calls run in a thread of the e
 (with a timeout), except for envs whose metadata sets ``inline_safe`` (pure-Python
 puzzles whose calls take microseconds), which are called inline. An env that raises or
 times out, or a policy that fails, marks that episode ``"error"`` and the run goes on.
+
+``backend=`` runs every env on that backend whatever its item says (the episodes, and so
+the results folder, are the same). With ``backend="ray"`` the envs are Ray actors spread over
+the connected cluster (:mod:`agentgym.ray_backend`). A run makes a new env actor only where
+the cluster's alive nodes have room for it beside the run's other actors (reckoned whenever an
+env is made, so a node that joins adds room and one that dies takes its actors with it); when
+there is none it closes a free env of another item, or waits for an env to be freed. An env
+actor that dies, alone or with its node, fails its episode like a crashed env: it is recorded
+``"error"`` (``--retry-errors`` plays it again) and the run goes on with the other actors.
+Each record holds the ``node_id`` of the Ray node its env ran on (None for other backends).
 """
 
 from __future__ import annotations
@@ -35,6 +45,8 @@ from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, ChatWrapper
 
 #: ``info`` keys a turn record leaves out: the episode record holds them once.
 REDUNDANT_INFO = ("task_id", "split", "instruction", "steps")
+#: Env kwargs that say where an env runs, not what it plays: left out of episode labels.
+BACKEND_KWARGS = ("backend", "ray_", "docker_")
 
 
 @dataclass(frozen=True)
@@ -49,12 +61,12 @@ class EvalItem:
 
     @property
     def label(self) -> str:
-        """The env id with its kwargs, ``FrozenLake-v0[is_slippery=True]``; ``backend`` is left out.
+        """The env id with its kwargs, ``FrozenLake-v0[is_slippery=True]``; backend kwargs are left out.
 
-        Where an env runs does not change its episodes, so runs on different backends
-        share episode keys and seeds (and can resume each other).
+        Where an env runs (``backend``, ``ray_*``, ``docker_*``) does not change its episodes,
+        so runs on different backends share episode keys and seeds (and can resume each other).
         """
-        kwargs = {key: value for key, value in sorted(self.kwargs.items()) if key != "backend"}
+        kwargs = {key: value for key, value in sorted(self.kwargs.items()) if not key.startswith(BACKEND_KWARGS)}
         if not kwargs:
             return self.env
         return f"{self.env}[{','.join(f'{key}={value!r}' for key, value in kwargs.items())}]"
@@ -136,10 +148,18 @@ def _settle(future: asyncio.Future, result: Any, error: BaseException | None) ->
 class EnvHost:
     """One env, wrapped for chat, and where its calls run (inline or its own thread)."""
 
-    def __init__(self, item: EvalItem, system_prompt: str | None, history_window: int | None, timeout_s: float):
+    def __init__(
+        self,
+        item: EvalItem,
+        system_prompt: str | None,
+        history_window: int | None,
+        timeout_s: float,
+        backend: str | None = None,
+    ):
         self.item = item
+        self.kwargs = item.kwargs if backend is None else {**item.kwargs, "backend": backend}
         self.timeout_s = timeout_s
-        self.inline = inline_safe(item.env, item.kwargs)
+        self.inline = inline_safe(item.env, self.kwargs)
         self._thread = None if self.inline else _EnvThread(asyncio.get_running_loop(), f"env-{item.env}")
         self._system_prompt = system_prompt
         self._history_window = history_window
@@ -150,10 +170,15 @@ class EnvHost:
 
         def make() -> ChatWrapper:
             limit = {"max_episode_steps": self.item.max_turns} if self.item.max_turns else {}
-            env = gym.make(self.item.env, **limit, **self.item.kwargs)
+            env = gym.make(self.item.env, **limit, **self.kwargs)
             return ChatWrapper(env, self._system_prompt, self._history_window)
 
         self.chat = await self.call(make)
+
+    @property
+    def node_id(self) -> str | None:
+        """The Ray node the env runs on (None off Ray)."""
+        return None if self.chat is None else getattr(self.chat.unwrapped, "node_id", None)
 
     async def call(self, function: Callable[[], Any]) -> Any:
         """``function()`` where this env's calls run; :class:`EnvFailure` if it raises or hangs."""
@@ -207,6 +232,7 @@ class Runner:
         system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
         history_window: int | None = None,
         env_timeout_s: float = 120.0,
+        backend: str | None = None,
         on_episode: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.policy = policy
@@ -215,8 +241,12 @@ class Runner:
         self.system_prompt = system_prompt
         self.history_window = history_window
         self.env_timeout_s = env_timeout_s
+        self.backend = backend
         self.on_episode = on_episode
         self._pools: dict[str, list[EnvHost]] = {}
+        #: Every env made and not closed (free or in use), and a condition notified when one is freed or closed.
+        self._hosts: set[EnvHost] = set()
+        self._changed = asyncio.Condition()
 
     async def run(self, episodes: list[PlannedEpisode], stats: RunStats) -> None:
         """Play ``episodes`` with ``concurrency`` workers; each record is written as it finishes."""
@@ -236,9 +266,8 @@ class Runner:
         try:
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(episodes)))))
         finally:
-            for hosts in self._pools.values():
-                for host in hosts:
-                    host.close()
+            for host in list(self._hosts):
+                self._close(host)
             self._pools.clear()
 
     async def play(self, planned: PlannedEpisode) -> dict[str, Any]:
@@ -266,22 +295,22 @@ class Runner:
             "messages": [],
             "turns": [],
             "tokens": {"prompt": 0, "completion": 0},
+            "node_id": None,
             "started": started,
         }
-        host = None
+        host, broken = None, False
         try:
             host = await self._acquire(planned.item)
+            record["node_id"] = host.node_id
             await self._play_turns(host, planned, record)
         except EnvFailure as failure:
             record.update(status="error", error=str(failure))
-            if host is not None:
-                host.close()
-                host = None
+            broken = True
         except Exception as error:  # the policy failed; the env is still sound
             record.update(status="error", error=f"policy {type(error).__name__}: {error}")
         finally:
             if host is not None:
-                self._pools[planned.item.label].append(host)
+                await self._release(host, broken)
         record["messages"] = list(record["messages"])
         if record["status"] == "error":
             record.update(success=False, score=0.0)
@@ -289,16 +318,59 @@ class Runner:
         return record
 
     async def _acquire(self, item: EvalItem) -> EnvHost:
-        pool = self._pools.setdefault(item.label, [])
-        if pool:
-            return pool.pop()
-        host = EnvHost(item, self.system_prompt, self.history_window, self.env_timeout_s)
+        """A free env of ``item``; a new one if there is room for it, after closing a free env of
+        another item if there is not; else wait until an env is freed."""
+        async with self._changed:
+            while True:
+                pool = self._pools.setdefault(item.label, [])
+                if pool:
+                    return pool.pop()
+                if await self._room_for(item):
+                    break
+                idle = next((hosts for label, hosts in self._pools.items() if hosts and label != item.label), None)
+                if idle is not None:
+                    self._close(idle.pop())
+                else:
+                    await self._changed.wait()
+            host = EnvHost(item, self.system_prompt, self.history_window, self.env_timeout_s, self.backend)
+            self._hosts.add(host)
         try:
             await host.start()
-        except EnvFailure:
-            host.close()
+        except BaseException:
+            await self._release(host, broken=True)
             raise
         return host
+
+    async def _release(self, host: EnvHost, broken: bool) -> None:
+        """Give ``host`` back to its item's pool, or close it when it is ``broken``."""
+        async with self._changed:
+            if broken:
+                self._close(host)
+            else:
+                self._pools[host.item.label].append(host)
+            self._changed.notify_all()
+
+    def _close(self, host: EnvHost) -> None:
+        self._hosts.discard(host)
+        host.close()
+
+    def _backend(self, item: EvalItem) -> str:
+        return self.backend or item.kwargs.get("backend", "local")
+
+    async def _room_for(self, item: EvalItem) -> bool:
+        """Whether another env of ``item`` may be made now: always, but on Ray only if the cluster
+        has room for it beside this run's other env actors (or this run has none, which nothing
+        would free)."""
+        if self._backend(item) != "ray":
+            return True
+        actors = [
+            (host.node_id, host.item.env, host.item.kwargs) for host in self._hosts if self._backend(host.item) == "ray"
+        ]
+        if not actors:
+            return True
+        from agentgym.ray_backend import has_room
+
+        return await asyncio.to_thread(has_room, actors, item.env, item.kwargs)
 
     async def _play_turns(self, host: EnvHost, planned: PlannedEpisode, record: dict[str, Any]) -> None:
         chat = host.chat
@@ -388,14 +460,16 @@ async def run_eval(
     history_window: int | None = None,
     env_timeout_s: float = 120.0,
     retry_errors: bool = False,
+    backend: str | None = None,
     suite: str | None = None,
     on_episode: Callable[[dict[str, Any]], None] | None = None,
     on_plan: Callable[[int, int], None] | None = None,
 ) -> RunStats:
     """Run (or resume) an evaluation into ``out``; returns what this invocation did.
 
-    ``on_plan(total, already_done)`` is called once before playing (for a progress bar),
-    ``on_episode(record)`` after each finished episode.
+    ``backend`` runs every env there (see the module docstring); ``on_plan(total,
+    already_done)`` is called once before playing (for a progress bar), ``on_episode(record)``
+    after each finished episode.
     """
     results = ResultsFolder(out)
     description = run_description(
@@ -425,6 +499,7 @@ async def run_eval(
         system_prompt=system_prompt,
         history_window=history_window,
         env_timeout_s=env_timeout_s,
+        backend=backend,
         on_episode=on_episode,
     )
     clock = time.perf_counter()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -25,12 +27,18 @@ class OpenAIPolicy(Policy):
     with neither, no ``Authorization`` header is sent (vLLM's default). Each request
     carries the episode's seed so that sampling is reproducible where the server honours
     it. Token usage is taken from the response's ``usage``.
+
+    Load balancing: ``base_url`` may name several endpoints serving the same model, as a
+    list or separated by commas (``openai:MODEL@URL1,URL2``). An episode goes to the endpoint
+    with the fewest requests in flight when it first acts and stays there, so that its
+    growing prompt hits that server's prefix cache; a request that fails goes to the least
+    busy other endpoint on its next try, and the episode stays with that one.
     """
 
     def __init__(
         self,
         model: str,
-        base_url: str = "http://127.0.0.1:8000/v1",
+        base_url: str | Sequence[str] = "http://127.0.0.1:8000/v1",
         *,
         api_key: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
@@ -46,7 +54,11 @@ class OpenAIPolicy(Policy):
     ) -> None:
         self.name = model
         self.model = model
-        self.base_url = base_url.rstrip("/")
+        urls = base_url.split(",") if isinstance(base_url, str) else base_url
+        self.base_urls = [url.strip().rstrip("/") for url in urls if url.strip()]
+        if not self.base_urls:
+            raise ValueError(f"no endpoint in base_url {base_url!r}")
+        self.base_url = ",".join(self.base_urls)
         self.sampling = {
             key: value
             for key, value in {
@@ -63,44 +75,65 @@ class OpenAIPolicy(Policy):
         key = api_key or os.environ.get(api_key_env)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.AsyncClient(
-            base_url=self.base_url,
             headers=headers,
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
             limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
         )
         self._slots = asyncio.Semaphore(concurrency)
         self._jitter = random.Random()
+        #: Requests in flight per endpoint, and the endpoint of each recent episode (oldest first).
+        self.in_flight = [0] * len(self.base_urls)
+        self._endpoint_of: OrderedDict[str, int] = OrderedDict()
+        self._remembered = max(1024, 4 * concurrency)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "backend": "openai", "base_url": self.base_url, "sampling": self.sampling}
 
+    def _endpoint(self, episode_key: str, failed: int | None) -> int:
+        """The endpoint for the episode's next request: its own, unless that one just ``failed``."""
+        index = self._endpoint_of.get(episode_key)
+        if index is None or (index == failed and len(self.base_urls) > 1):
+            others = [other for other in range(len(self.base_urls)) if other != failed] or [0]
+            index = min(others, key=lambda other: self.in_flight[other])
+        self._endpoint_of[episode_key] = index
+        self._endpoint_of.move_to_end(episode_key)
+        if len(self._endpoint_of) > self._remembered:
+            self._endpoint_of.popitem(last=False)
+        return index
+
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
         payload = {"model": self.model, "messages": messages, "seed": episode.seed, **self.sampling}
         async with self._slots:
-            data = await self._post("/chat/completions", payload)
+            data, url = await self._post("/chat/completions", payload, episode.key)
         try:
             text = data["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):
-            raise PolicyError(f"malformed response from {self.base_url}: {str(data)[:300]}") from None
+            raise PolicyError(f"malformed response from {url}: {str(data)[:300]}") from None
         usage = data.get("usage") or {}
         return Reply(text, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
 
-    async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        problem = ""
+    async def _post(self, path: str, payload: dict[str, Any], episode_key: str) -> tuple[dict[str, Any], str]:
+        """The endpoint's JSON answer and the endpoint's URL, retrying (on other endpoints where there are)."""
+        problem, failed = "", None
         for attempt in range(self.max_retries + 1):
             if attempt:
                 await asyncio.sleep(self._backoff(attempt))
+            index = self._endpoint(episode_key, failed)
+            url, failed = self.base_urls[index], index
+            self.in_flight[index] += 1
             try:
-                response = await self._client.post(path, json=payload)
+                response = await self._client.post(f"{url}{path}", json=payload)
             except httpx.TransportError as error:
-                problem = f"{type(error).__name__}: {error}"
+                problem = f"{url}: {type(error).__name__}: {error}"
                 continue
+            finally:
+                self.in_flight[index] -= 1
             if response.status_code in RETRYABLE_STATUS:
-                problem = f"HTTP {response.status_code}: {response.text[:300]}"
+                problem = f"{url}: HTTP {response.status_code}: {response.text[:300]}"
                 continue
             if response.status_code >= 400:
-                raise PolicyError(f"HTTP {response.status_code} from {self.base_url}{path}: {response.text[:500]}")
-            return response.json()
+                raise PolicyError(f"HTTP {response.status_code} from {url}{path}: {response.text[:500]}")
+            return response.json(), url
         raise PolicyError(f"{self.base_url}{path} failed after {self.max_retries + 1} attempts; last: {problem}")
 
     def _backoff(self, attempt: int) -> float:
