@@ -1,0 +1,538 @@
+"""The browser layer shared by agentgym's web environments: Chromium driven by Playwright.
+
+One :class:`BrowserPool` per Python process (:meth:`BrowserPool.shared`) runs async
+Playwright on a background event-loop thread and keeps a few headless Chromium processes
+(Debian's ``/usr/bin/chromium``, or ``$AGENTGYM_CHROMIUM``), each holding many browser
+contexts. An environment holds one :class:`Tab` (a context with one page) for its whole life
+and reuses it across episodes, so ``reset`` costs a script call, not a browser start.
+
+Every operation on a tab runs under a hard timeout (Playwright's own, plus a watchdog on the
+calling thread). When a page times out, hangs or crashes, the tab is recycled (its context
+closed, a fresh one opened) and the caller gets a :class:`BrowserError` saying what
+happened; a dead Chromium process is relaunched. Nothing waits forever.
+
+The page is seen as text by :data:`SERIALISE_JS`: every visible element that has its own text
+or can be interacted with is one line, ``[12] button "Submit"``, indented by nesting. The
+number is the element's ``data-bid`` attribute, assigned once and kept while the element
+lives, so ``click(12)`` finds it again. :func:`parse_command` and :func:`perform` implement
+the action language (see :data:`ACTION_SYNTAX`).
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import io
+import os
+import re
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+CHROMIUM = os.environ.get("AGENTGYM_CHROMIUM", "/usr/bin/chromium")
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--disable-sync",
+    "--metrics-recording-only",
+    "--no-first-run",
+    "--mute-audio",
+]
+
+ACTION_SYNTAX = (
+    "Actions (one per reply, ids are the numbers in [brackets]):\n"
+    "  click(id)                 click an element\n"
+    '  type(id, "text")          replace the text of an input field\n'
+    '  select(id, "option")      choose an option of a list (a list ["a", "b"] for a multiple choice)\n'
+    '  press("Enter")            press a key (Enter, Tab, Backspace, ArrowDown, Control+a, ...)\n'
+    "  scroll(up) / scroll(down) scroll the page\n"
+    "  click_xy(x, y)            click at pixel x, y of the viewport"
+)
+GOTO_SYNTAX = '  goto("url")               open a URL'
+
+
+class BrowserError(Exception):
+    """A browser operation timed out, or the page or browser crashed; the tab was recycled."""
+
+
+class ElementError(Exception):
+    """An action named an element that is not (or no longer) on the page, or cannot take it."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One parsed action: its name and arguments, e.g. ``Command("type", (12, "hello"))``."""
+
+    name: str
+    args: tuple[Any, ...]
+
+
+_CALL = re.compile(r"^\s*([a-z_]+)\s*\((.*)\)\s*$", re.DOTALL)
+_SIGNATURES: dict[str, tuple[type, ...]] = {
+    "click": (int,),
+    "type": (int, str),
+    "select": (int, (str, list)),
+    "press": (str,),
+    "scroll": (str,),
+    "goto": (str,),
+    "click_xy": (float, float),
+}
+_BARE_WORD = re.compile(r"^[A-Za-z][\w+\-]*$")
+
+
+def parse_command(text: str, *, allow_goto: bool = False) -> Command:
+    """Parse ``click(12)``, ``type(3, "hi")``, ... into a :class:`Command`; ``ValueError`` says why not."""
+    match = _CALL.match(text)
+    if not match:
+        raise ValueError('expected a command like click(12) or type(4, "text")')
+    name, raw_args = match.groups()
+    if name not in _SIGNATURES or (name == "goto" and not allow_goto):
+        known = ", ".join(command for command in _SIGNATURES if allow_goto or command != "goto")
+        raise ValueError(f"unknown command {name!r}; the commands are {known}")
+    signature = _SIGNATURES[name]
+    if len(signature) == 1 and signature[0] is str and _BARE_WORD.match(raw_args.strip()):
+        args: tuple[Any, ...] = (raw_args.strip(),)  # press(Enter), scroll(down)
+    else:
+        try:
+            parsed = ast.literal_eval(f"({raw_args},)") if raw_args.strip() else ()
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise ValueError(f"cannot read the arguments of {name}(...); quote text with double quotes") from None
+        args = tuple(parsed)
+    if len(args) != len(signature):
+        raise ValueError(f"{name} takes {len(signature)} argument(s), got {len(args)}")
+    converted = []
+    for value, kind in zip(args, signature):
+        if isinstance(kind, tuple):  # select: one option, or a list for a multiple-choice list
+            if not (isinstance(value, str) or isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise ValueError(f"{name}: expected an option or a list of options, got {value!r}")
+            converted.append(value)
+            continue
+        if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+            value = float(value)
+        if kind is int and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"{name}: expected {kind.__name__} arguments, got {value!r}")
+        converted.append(value)
+    if name == "scroll" and converted[0] not in ("up", "down"):
+        raise ValueError("scroll takes up or down")
+    return Command(name, tuple(converted))
+
+
+#: Serialises the page (see the module docstring). Returns ``{text, elements}``: the text, and
+#: for each listed element its bid, kind (``input``, ``select`` or ``click``), tag, own text,
+#: value and checked state.
+SERIALISE_JS = r"""
+({root, exclude, maxChars, renumber}) => {
+  if (renumber || window.__agentgymBid === undefined) {
+    document.querySelectorAll('[data-bid]').forEach(e => e.removeAttribute('data-bid'));
+    window.__agentgymBid = 0;
+  }
+  const skip = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'HEAD', 'META', 'LINK', 'TITLE']);
+  const clickable = new Set(['A', 'BUTTON', 'LABEL', 'SUMMARY', 'OPTION']);
+  const excluded = new Set(exclude.flatMap(s => Array.from(document.querySelectorAll(s))));
+  const lines = [], elements = [];
+  let size = 0, truncated = false;
+  const clean = s => s.replace(/\s+/g, ' ').trim();
+  const quote = s => JSON.stringify(s.length > 300 ? s.slice(0, 300) + '…' : s);
+  function ownText(el) {
+    let text = '';
+    for (const child of el.childNodes) if (child.nodeType === 3) text += ' ' + child.textContent;
+    return clean(text);
+  }
+  function describe(el, text) {
+    const tag = el.tagName.toLowerCase();
+    const parts = [tag];
+    const role = el.getAttribute('role');
+    if (role) parts.push('role=' + role);
+    if (tag === 'input') {
+      const type = (el.getAttribute('type') || 'text').toLowerCase();
+      parts.push(type);
+      if (type === 'checkbox' || type === 'radio') { if (el.checked) parts.push('checked'); }
+      else if (type !== 'submit' && type !== 'button') parts.push('value=' + quote(el.value));
+      else parts.push(quote(el.value));
+      if (el.placeholder) parts.push('placeholder=' + quote(el.placeholder));
+    } else if (tag === 'textarea') {
+      parts.push('value=' + quote(el.value));
+    } else if (tag === 'select') {
+      const options = Array.from(el.options).map(o => clean(o.textContent));
+      parts.push('value=' + quote(el.selectedIndex >= 0 ? options[el.selectedIndex] : ''));
+      parts.push('options=' + quote(options.join(' | ')));
+      return parts.join(' ');
+    } else if (tag === 'img') {
+      if (el.alt) parts.push('alt=' + quote(el.alt));
+    } else if (tag === 'a' && el.getAttribute('href') && !el.getAttribute('href').startsWith('#')
+               && !el.getAttribute('href').startsWith('javascript')) {
+      parts.push('href=' + quote(el.getAttribute('href')));
+    }
+    if (el.disabled) parts.push('disabled');
+    if (text) parts.push(quote(text));
+    return parts.join(' ');
+  }
+  function kindOf(el) {
+    const tag = el.tagName;
+    if (tag === 'TEXTAREA' || el.isContentEditable) return 'input';
+    if (tag === 'INPUT') {
+      const type = (el.getAttribute('type') || 'text').toLowerCase();
+      return ['checkbox', 'radio', 'submit', 'button', 'reset', 'range', 'color'].includes(type) ? 'click' : 'input';
+    }
+    if (tag === 'SELECT') return 'select';
+    return 'click';
+  }
+  function walk(el, depth) {
+    if (truncated || skip.has(el.tagName) || excluded.has(el)) return;
+    const style = getComputedStyle(el);
+    if (style.display === 'none') return;
+    const text = el.tagName === 'SELECT' || el.tagName === 'TEXTAREA' ? '' : ownText(el);
+    const interactive = clickable.has(el.tagName) || ['INPUT', 'SELECT', 'TEXTAREA', 'IMG'].includes(el.tagName)
+      || el.hasAttribute('onclick') || el.hasAttribute('role') || el.hasAttribute('tabindex') || el.isContentEditable;
+    const box = el.getBoundingClientRect();
+    const shown = style.visibility !== 'hidden' && (box.width > 0 && box.height > 0 || el.tagName === 'OPTION');
+    let childDepth = depth;
+    if (shown && (text || interactive) && el !== document.body) {
+      if (!el.hasAttribute('data-bid')) el.setAttribute('data-bid', String(++window.__agentgymBid));
+      const bid = el.getAttribute('data-bid');
+      const line = '  '.repeat(depth) + '[' + bid + '] ' + describe(el, text);
+      if (size + line.length > maxChars) { truncated = true; return; }
+      lines.push(line); size += line.length + 1;
+      elements.push({bid: Number(bid), kind: kindOf(el), tag: el.tagName.toLowerCase(), text: text,
+                     value: el.value === undefined ? null : String(el.value), checked: !!el.checked});
+      childDepth = depth + 1;
+    }
+    if (el.tagName === 'SELECT') return;
+    for (const child of el.children) walk(child, childDepth);
+  }
+  const start = root ? document.querySelector(root) : document.body;
+  if (start) walk(start, 0);
+  if (truncated) lines.push('… (the page is longer; only the first ' + maxChars + ' characters are shown)');
+  return {text: lines.join('\n'), elements};
+}
+"""
+
+_RECYCLE_TIMEOUT_S = 10.0
+
+
+class BrowserPool:
+    """Chromium processes with many contexts each, driven from one background event loop.
+
+    ``contexts_per_browser`` contexts share a Chromium process; a new process starts when all
+    are full, up to ``max_browsers`` (then contexts are spread over the least loaded).
+    """
+
+    _shared: BrowserPool | None = None
+    _shared_lock = threading.Lock()
+
+    def __init__(
+        self,
+        *,
+        executable_path: str = CHROMIUM,
+        contexts_per_browser: int = 16,
+        max_browsers: int = 8,
+        launch_timeout_s: float = 60.0,
+    ) -> None:
+        self.executable_path = executable_path
+        self.contexts_per_browser = contexts_per_browser
+        self.max_browsers = max_browsers
+        self.launch_timeout_s = launch_timeout_s
+        self.pid = os.getpid()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="agentgym-browser", daemon=True)
+        self._thread.start()
+        self._playwright: Any = None
+        self._browsers: dict[Any, int] = {}  # browser -> open contexts
+        self._start_lock: asyncio.Lock | None = None
+        self.closed = False
+
+    @classmethod
+    def shared(cls) -> BrowserPool:
+        """The pool of this process (a forked child gets its own)."""
+        with cls._shared_lock:
+            if cls._shared is None or cls._shared.closed or cls._shared.pid != os.getpid():
+                cls._shared = cls()
+                atexit.register(cls._shared.close)
+            return cls._shared
+
+    # ---- running coroutines from synchronous code --------------------------------------
+
+    def call(self, coroutine: Awaitable[T], timeout_s: float) -> T:
+        """Run ``coroutine`` on the pool's loop; ``TimeoutError`` after ``timeout_s`` (it is cancelled)."""
+        if self.closed:
+            raise BrowserError("the browser pool is closed")
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)  # type: ignore[arg-type]
+        try:
+            return future.result(timeout_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"no answer from the browser in {timeout_s:g} s") from None
+
+    # ---- contexts -------------------------------------------------------------------------
+
+    async def _launch(self) -> Any:
+        if self._playwright is None:
+            from playwright.async_api import async_playwright
+
+            self._playwright = await async_playwright().start()
+        browser = await self._playwright.chromium.launch(
+            executable_path=self.executable_path, headless=True, args=LAUNCH_ARGS, timeout=self.launch_timeout_s * 1000
+        )
+        browser.on("disconnected", lambda browser: self._browsers.pop(browser, None))
+        self._browsers[browser] = 0
+        return browser
+
+    async def new_context(self, **options: Any) -> Any:
+        """A fresh browser context on the least loaded live Chromium (launching one if needed)."""
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            live = {browser: count for browser, count in self._browsers.items() if browser.is_connected()}
+            roomy = [browser for browser, count in live.items() if count < self.contexts_per_browser]
+            if roomy:
+                browser = min(roomy, key=lambda b: live[b])
+            elif len(live) < self.max_browsers:
+                browser = await self._launch()
+            else:
+                browser = min(live, key=lambda b: live[b])
+            self._browsers[browser] = self._browsers.get(browser, 0) + 1
+        try:
+            context = await browser.new_context(**options)
+        except Exception:
+            self._release(browser)
+            raise
+        context.on("close", lambda context: self._release(browser))
+        return context
+
+    def _release(self, browser: Any) -> None:
+        if browser in self._browsers:
+            self._browsers[browser] = max(0, self._browsers[browser] - 1)
+
+    def browser_count(self) -> int:
+        """How many Chromium processes are running."""
+        return sum(1 for browser in self._browsers if browser.is_connected())
+
+    def close(self) -> None:
+        """Close every browser and stop the loop (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+
+        async def shutdown() -> None:
+            for browser in list(self._browsers):
+                with contextlib.suppress(Exception):  # a dead browser is already closed
+                    await asyncio.wait_for(browser.close(), 10)
+            if self._playwright is not None:
+                await asyncio.wait_for(self._playwright.stop(), 10)
+
+        with contextlib.suppress(Exception):  # shutting down at exit: nothing left to report to
+            asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+
+class Tab:
+    """One browser context with one page, used by one environment at a time.
+
+    :meth:`run` executes ``operation(page)`` under a hard timeout; if it times out, the page
+    crashed or the browser died, the tab is recycled and :class:`BrowserError` is raised.
+    ``clock_start_ms`` installs Playwright's fake clock, paused: page time then moves only
+    when :meth:`advance_clock` says so, which makes timers and timestamps deterministic.
+    """
+
+    def __init__(
+        self,
+        *,
+        viewport: tuple[int, int] = (1280, 720),
+        clock_start_ms: int | None = None,
+        timeout_s: float = 10.0,
+        pool: BrowserPool | None = None,
+    ) -> None:
+        self.pool = pool or BrowserPool.shared()
+        self.viewport = viewport
+        self.clock_start_ms = clock_start_ms
+        self.timeout_s = timeout_s
+        self.context: Any = None
+        self.page: Any = None
+        self.crashed = False
+        #: How many times this tab was recycled after a failure.
+        self.recycles = 0
+        self._open()
+
+    def _open(self) -> None:
+        async def open_page() -> tuple[Any, Any]:
+            width, height = self.viewport
+            context = await self.pool.new_context(viewport={"width": width, "height": height})
+            context.set_default_timeout(self.timeout_s * 1000)
+            page = await context.new_page()
+            page.on("crash", lambda page: setattr(self, "crashed", True))
+            if self.clock_start_ms is not None:
+                await page.clock.install(time=self.clock_start_ms)
+                await page.clock.pause_at(self.clock_start_ms + 1000)
+            return context, page
+
+        self.context, self.page = self.pool.call(open_page(), self.pool.launch_timeout_s + self.timeout_s)
+        self.crashed = False
+
+    def run(self, operation: Callable[[Any], Awaitable[T]], timeout_s: float | None = None) -> T:
+        """``await operation(page)`` with a hard timeout; on failure recycle the tab and raise :class:`BrowserError`."""
+        limit = timeout_s or self.timeout_s
+        if self.page is None or self.crashed:
+            self.recycle()
+        try:
+            return self.pool.call(operation(self.page), limit + 2.0)
+        except (ElementError, ValueError):
+            raise
+        except Exception as error:
+            reason = self._failure(error, limit)
+            self.recycle()
+            raise BrowserError(reason) from None
+
+    def _failure(self, error: Exception, limit: float) -> str:
+        if self.crashed:
+            return "the page crashed"
+        name = type(error).__name__
+        if isinstance(error, TimeoutError) or "Timeout" in name:
+            return f"the page did not answer within {limit:g} s"
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else name
+        return f"the browser failed ({name}: {first_line[:200]})"
+
+    def recycle(self) -> None:
+        """Close this tab's context (if it still answers) and open a fresh one."""
+        self.recycles += 1
+        self._close_context()
+        self._open()
+
+    def _close_context(self) -> None:
+        context, self.context, self.page = self.context, None, None
+        if context is not None and not self.pool.closed:
+            with contextlib.suppress(Exception):  # a crashed context may refuse to close; it is dropped
+                self.pool.call(context.close(), _RECYCLE_TIMEOUT_S)
+
+    def advance_clock(self, milliseconds: int) -> None:
+        """Let ``milliseconds`` of page time pass, firing the timers due (fake clock only)."""
+        if self.clock_start_ms is not None and milliseconds > 0:
+            self.run(lambda page: page.clock.run_for(milliseconds))
+
+    def screenshot(self) -> np.ndarray:
+        """The viewport as a uint8 array of shape (height, width, 3)."""
+        from PIL import Image
+
+        png = self.run(lambda page: page.screenshot(type="png", timeout=self.timeout_s * 1000))
+        return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.uint8)
+
+    def close(self) -> None:
+        """Close the context; the pool's browsers stay up for other tabs."""
+        self._close_context()
+
+
+@dataclass(frozen=True)
+class Element:
+    """One listed element of a serialised page."""
+
+    bid: int
+    kind: str  # "input", "select" or "click"
+    tag: str
+    text: str
+    value: str | None
+    checked: bool
+
+
+async def serialise(
+    page: Any,
+    *,
+    root: str | None = None,
+    exclude: tuple[str, ...] = (),
+    max_chars: int = 20_000,
+    renumber: bool = False,
+) -> tuple[str, list[Element]]:
+    """The page as text and its listed elements; ``renumber`` restarts the ids at 1."""
+    result = await page.evaluate(
+        SERIALISE_JS, {"root": root, "exclude": list(exclude), "maxChars": max_chars, "renumber": renumber}
+    )
+    return result["text"], [Element(**element) for element in result["elements"]]
+
+
+#: Whether a real mouse click at the element's centre (after scrolling it into view) reaches it.
+_REACHABLE_JS = """e => {
+  e.scrollIntoView({block: 'nearest', inline: 'nearest'});
+  const box = e.getBoundingClientRect();
+  if (box.width === 0 || box.height === 0) return false;
+  const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+  return hit !== null && (hit === e || e.contains(hit) || (hit.tagName === 'LABEL' && hit.control === e));
+}"""
+
+
+async def perform(page: Any, command: Command, *, timeout_ms: float = 5000) -> str:
+    """Execute ``command`` on ``page`` and return a short feedback line.
+
+    Raises :class:`ElementError` when the element is missing or refuses the action
+    (Playwright's actionability checks time out after ``timeout_ms``).
+    """
+    from playwright.async_api import Error as PlaywrightError
+
+    name, args = command.name, command.args
+    if name in ("click", "type", "select"):
+        locator = page.locator(f'[data-bid="{args[0]}"]')
+        if await locator.count() == 0:
+            raise ElementError(f"there is no element [{args[0]}] on the page (it may have vanished)")
+        try:
+            if name == "click":
+                if await locator.first.evaluate(_REACHABLE_JS):
+                    await locator.first.click(timeout=timeout_ms)
+                    return f"Clicked [{args[0]}]."
+                await locator.first.evaluate("e => e.click()")  # as MiniWoB's own element click does
+                return f"Clicked [{args[0]}] (another element covers it: the click went to it directly)."
+            if name == "type":
+                await locator.first.fill(args[1], timeout=timeout_ms)
+                return f"Typed {args[1]!r} into [{args[0]}]."
+            wanted = [args[1]] if isinstance(args[1], str) else args[1]
+            options = await locator.first.evaluate(
+                "e => e.options ? Array.from(e.options).map(o => [o.textContent.trim(), o.value]) : null"
+            )
+            if options is None:
+                raise ElementError(f"[{args[0]}] is not a drop-down list")
+            values = [next((v for label, v in options if wanted_one in (label, v)), None) for wanted_one in wanted]
+            if None in values:
+                raise ElementError(f"[{args[0]}] has no option {wanted[values.index(None)]!r}")
+            await locator.first.select_option(value=values, timeout=timeout_ms)
+            return f"Selected {args[1]!r} in [{args[0]}]."
+        except PlaywrightError as error:
+            lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+            detail = lines[0] + (f" ({lines[-1]})" if len(lines) > 1 else "")
+            raise ElementError(f"[{args[0]}] cannot be used this way: {detail[:300]}") from None
+    if name == "press":
+        try:
+            focused = page.locator("*:focus")
+            if await focused.count() == 1:  # a locator's press waits for a navigation it starts
+                await focused.press(args[0], timeout=timeout_ms)
+            else:
+                await page.keyboard.press(args[0])
+        except PlaywrightError:
+            raise ElementError(f"unknown key {args[0]!r}") from None
+        return f"Pressed {args[0]}."
+    if name == "scroll":
+        sign = -1 if args[0] == "up" else 1
+        await page.evaluate("sign => window.scrollBy(0, sign * Math.round(window.innerHeight * 0.8))", sign)
+        return f"Scrolled {args[0]}."
+    if name == "click_xy":
+        width, height = page.viewport_size["width"], page.viewport_size["height"]
+        x, y = args
+        if not (0 <= x < width and 0 <= y < height):
+            raise ElementError(f"({x:g}, {y:g}) is outside the {width}x{height} viewport")
+        await page.mouse.click(x, y)
+        return f"Clicked at ({x:g}, {y:g})."
+    if name == "goto":
+        await page.goto(args[0], timeout=timeout_ms)
+        return f"Opened {args[0]}."
+    raise ElementError(f"unknown command {name!r}")

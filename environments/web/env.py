@@ -1,0 +1,290 @@
+"""Browser environments: a page in headless Chromium, seen as text (and pixels), driven by text commands.
+
+:class:`BrowserEnv` is the base of every browser family (MiniWoB++, WebShop-Browser, live
+sites). Observation: a dict with ``"text"`` (the instruction and action syntax on reset, the
+feedback of the last command, then the page serialised with element ids, see
+:mod:`.browser`) and, with ``screenshot=True``, ``"screenshot"`` (uint8, height x width x 3).
+Action: one command of :data:`~.browser.ACTION_SYNTAX`, e.g. ``click(12)`` or
+``type(4, "hello")``; a command that cannot be parsed, or names an element that is not on
+the page, is invalid (feedback, reward 0). ``info`` adds ``url`` and ``browser_error``: when
+the page times out, hangs or crashes, the tab is recycled, ``browser_error`` says what
+happened and the episode ends unsuccessfully (it cannot go on faithfully).
+
+:class:`LiveSiteEnv` points the browser at a user-given URL with a task text and an optional
+checker (for self-hosted WebArena-style sites); it is not registered (no task set).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+
+from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
+from agentgym.environments.web.browser import (
+    ACTION_SYNTAX,
+    GOTO_SYNTAX,
+    BrowserError,
+    Command,
+    Element,
+    ElementError,
+    Tab,
+    parse_command,
+    perform,
+    serialise,
+)
+
+_RANDOM_WORDS = ("hello", "42", "Alice", "test", "yes", "blue")
+
+
+class BrowserEnv(TextEnv):
+    """A :class:`TextEnv` whose world is a browser tab (see the module docstring).
+
+    Subclasses implement ``_generate`` (open or reset the page for a task, return the
+    instruction), ``oracle_action``, and may override :meth:`_after_action` (read the
+    outcome of an action from the page, in the same browser round trip) and the
+    serialisation settings ``page_root`` / ``page_exclude``.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    max_observation_chars: ClassVar[int] = 40_000
+    #: CSS selector of the element to serialise (``None``: the whole body) and ones to leave out.
+    page_root: ClassVar[str | None] = None
+    page_exclude: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        *,
+        screenshot: bool = False,
+        viewport: tuple[int, int] = (1280, 720),
+        max_page_chars: int = 20_000,
+        action_timeout_s: float = 5.0,
+        page_timeout_s: float = 30.0,
+        allow_goto: bool = False,
+        fake_clock: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(render_mode=render_mode)
+        self.screenshot = screenshot
+        self.viewport = tuple(viewport)
+        self.max_page_chars = max_page_chars
+        self.action_timeout_s = action_timeout_s
+        self.page_timeout_s = page_timeout_s
+        self.allow_goto = allow_goto
+        self.fake_clock = fake_clock
+        width, height = self.viewport
+        entries: dict[str, spaces.Space] = {"text": UnicodeText(self.max_observation_chars)}
+        if screenshot:
+            entries["screenshot"] = spaces.Box(0, 255, shape=(height, width, 3), dtype=np.uint8)
+        self.observation_space = spaces.Dict(entries)
+        self._tab: Tab | None = None
+        self.browser_error: str | None = None
+        self._page: tuple[str, list[Element]] | None = None
+        self._pixels: np.ndarray | None = None
+        #: The commands executed so far in this episode (invalid ones are not).
+        self.history: list[str] = []
+
+    # ---- the tab ------------------------------------------------------------------------
+
+    @property
+    def tab(self) -> Tab:
+        """This env's browser tab, opened on first use and reused across episodes."""
+        if self._tab is None:
+            self._tab = Tab(
+                viewport=self.viewport,  # type: ignore[arg-type]
+                clock_start_ms=1_700_000_000_000 if self.fake_clock else None,
+                timeout_s=max(self.page_timeout_s, self.action_timeout_s * 2),
+            )
+        return self._tab
+
+    def _page_changed(self) -> None:
+        self._page, self._pixels = None, None
+
+    def evaluate(self, expression: str, arg: Any = None) -> Any:
+        """Evaluate a JavaScript function or expression on the page (for oracles and checkers)."""
+        return self.tab.run(lambda page: page.evaluate(expression, arg))
+
+    def _fail(self, error: BrowserError) -> str:
+        """End the episode after a browser failure and say so."""
+        self.browser_error = str(error)
+        self.terminated, self.success = True, False
+        self._page_changed()
+        return f"The browser failed: {error}. The page was reopened; the episode is over."
+
+    # ---- TextEnv ------------------------------------------------------------------------
+
+    @property
+    def action_syntax(self) -> str:
+        return ACTION_SYNTAX + ("\n" + GOTO_SYNTAX if self.allow_goto else "")
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        self.browser_error = None
+        self.history = []
+        self._page_changed()
+        return super().reset(seed=seed, options=options)
+
+    def page(self) -> tuple[str, list[Element]]:
+        """The current page as text and its listed elements (cached until the next action)."""
+        if self._page is None:
+            renumber = self.steps == 0
+            try:
+                self._page = self.tab.run(
+                    lambda page: serialise(
+                        page,
+                        root=self.page_root,
+                        exclude=self.page_exclude,
+                        max_chars=self.max_page_chars,
+                        renumber=renumber,
+                    )
+                )
+            except BrowserError as error:
+                self._fail(error)
+                self._page = (f"(the page could not be read: {error})", [])
+        return self._page
+
+    def _describe(self) -> str:
+        return "Page:\n" + (self.page()[0] or "(empty page)")
+
+    def _execute(self, command: str) -> str:
+        try:
+            parsed = parse_command(command, allow_goto=self.allow_goto)
+        except ValueError as error:
+            raise InvalidAction(str(error)) from None
+        timeout_ms = self.action_timeout_s * 1000
+
+        async def act(page: Any) -> str:
+            feedback = await perform(page, parsed, timeout_ms=timeout_ms)
+            return feedback + await self._after_action(page, parsed)
+
+        try:
+            feedback = self.tab.run(act)
+        except ElementError as error:
+            raise InvalidAction(str(error)) from None
+        except BrowserError as error:
+            return self._fail(error)
+        finally:
+            self._page_changed()
+        self.history.append(command)
+        return feedback
+
+    async def _after_action(self, page: Any, command: Command) -> str:
+        """Read the outcome of ``command`` (update score, success, terminated); extra feedback or ``""``."""
+        return ""
+
+    def random_action(self, rng: random.Random) -> str:
+        elements = self.page()[1]
+        if not elements or rng.random() < 0.1:
+            return f"scroll({rng.choice(['up', 'down'])})"
+        element = rng.choice(elements)
+        if element.kind == "input":
+            return f'type({element.bid}, "{rng.choice(_RANDOM_WORDS)}")'
+        return f"click({element.bid})"
+
+    def _observation(self, text: str) -> dict[str, Any]:
+        observation: dict[str, Any] = {"text": text[: self.max_observation_chars]}
+        if self.screenshot:
+            observation["screenshot"] = self.pixels().copy()
+        return observation
+
+    def pixels(self) -> np.ndarray:
+        """A screenshot of the viewport (black if the page cannot be captured)."""
+        if self._pixels is None:
+            try:
+                self._pixels = self.tab.screenshot()
+            except BrowserError as error:
+                self._fail(error)
+                width, height = self.viewport
+                self._pixels = np.zeros((height, width, 3), dtype=np.uint8)
+        return self._pixels
+
+    def render(self) -> Any:
+        if self.render_mode == "rgb_array" and self.task_id is not None:
+            return self.pixels()
+        return super().render()
+
+    def _info(self, command: str, invalid: bool) -> dict[str, Any]:
+        info = super()._info(command, invalid)
+        info["browser_error"] = self.browser_error
+        return info
+
+    def close(self) -> None:
+        if self._tab is not None:
+            self._tab.close()
+            self._tab = None
+        super().close()
+
+
+Checker = Callable[[Any], float | bool]
+
+
+class LiveSiteEnv(BrowserEnv):
+    """A browser pointed at ``url`` with a ``task`` text; ``checker(page)`` scores the episode.
+
+    ``checker`` is an async function of the Playwright page returning a score in [0, 1]
+    (or a bool); it runs after every action, and a score of 1 ends the episode as a success.
+    Without a checker the episode never ends by itself (score 0; use it to collect
+    trajectories, or judge them afterwards). ``goto`` is allowed, to URLs starting with one
+    of ``allowed_prefixes`` (default: ``url``'s origin).
+    """
+
+    splits: ClassVar[TaskSplits] = TaskSplits(1, 1, 1)
+
+    def __init__(
+        self,
+        url: str,
+        task: str,
+        *,
+        checker: Checker | None = None,
+        allowed_prefixes: tuple[str, ...] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(allow_goto=True, **kwargs)
+        self.url, self.task, self.checker = url, task, checker
+        if allowed_prefixes is None:
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(url)
+            allowed_prefixes = (f"{parts.scheme}://{parts.netloc}/",)
+        self.allowed_prefixes = allowed_prefixes
+
+    def _generate(self, task_id: int) -> str:
+        try:
+            self.tab.run(lambda page: page.goto(self.url, timeout=self.action_timeout_s * 1000))
+        except BrowserError as error:
+            self._fail(error)
+        return self.task
+
+    def _describe(self) -> str:
+        url = "" if self._tab is None or self._tab.page is None else self._tab.page.url
+        return f"URL: {url}\n{super()._describe()}"
+
+    def _execute(self, command: str) -> str:
+        if command.startswith("goto"):
+            try:
+                target = parse_command(command, allow_goto=True).args[0]
+            except ValueError as error:
+                raise InvalidAction(str(error)) from None
+            if not str(target).startswith(self.allowed_prefixes):
+                raise InvalidAction(f"goto is limited to {', '.join(self.allowed_prefixes)}")
+        return super()._execute(command)
+
+    async def _after_action(self, page: Any, command: Command) -> str:
+        if self.checker is None:
+            return ""
+        result = await self.checker(page)
+        self.score = float(min(1.0, max(0.0, float(result))))
+        if self.score >= 1.0:
+            self.success, self.terminated = True, True
+            return " The task is complete."
+        return ""
+
+    def oracle_action(self) -> str:
+        raise NotImplementedError("a live site has no scripted solver")
+
+    def _info(self, command: str, invalid: bool) -> dict[str, Any]:
+        info = super()._info(command, invalid)
+        info["url"] = "" if self._tab is None or self._tab.page is None else self._tab.page.url
+        return info

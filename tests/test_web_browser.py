@@ -1,0 +1,198 @@
+"""The browser layer: command parsing, the live-site env on a local server, and robustness
+(a page that never loads, a crashed renderer, a hung page, a vanished element, 64 episodes at once)."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentgym.environments.web.browser import BrowserError, Command, parse_command
+
+pytestmark = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
+
+FORM = b"""<!doctype html><html><body>
+<h1>Greeting</h1>
+<input id="name" placeholder="your name"> <button id="go" onclick="
+  document.getElementById('out').textContent = 'Hello, ' + document.getElementById('name').value">Greet</button>
+<p id="out"></p>
+<button id="vanish" onclick="this.remove()">Vanish</button>
+<button id="hang" onclick="while (true) {}">Hang</button>
+<a href="/other">Other page</a>
+</body></html>"""
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802  (http.server's name)
+        if self.path == "/slow":  # headers and half a page, then nothing: the load never finishes
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<html><body><p>loading")
+            self.wfile.flush()
+            time.sleep(20)
+            return
+        body = FORM if self.path == "/" else b"<html><body><p>The other page</p></body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+async def greeted(page: object) -> bool:
+    text = await page.evaluate("document.querySelector('#out')?.textContent || ''")  # type: ignore[attr-defined]
+    return text.startswith("Hello, Ada")
+
+
+def element_id(observation: dict, text: str) -> int:
+    line = next(line for line in observation["text"].splitlines() if text in line and line.lstrip().startswith("["))
+    return int(line.split("[", 1)[1].split("]", 1)[0])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("click(12)", Command("click", (12,))),
+        ('type(3, "hi \\"you\\"")', Command("type", (3, 'hi "you"'))),
+        ("select(4, 'b')", Command("select", (4, "b"))),
+        ('select(4, ["a", "b"])', Command("select", (4, ["a", "b"]))),
+        ("press(Enter)", Command("press", ("Enter",))),
+        ('press("Control+a")', Command("press", ("Control+a",))),
+        ("scroll(down)", Command("scroll", ("down",))),
+        ("click_xy(10, 20.5)", Command("click_xy", (10.0, 20.5))),
+    ],
+)
+def test_parse_command(text: str, expected: Command) -> None:
+    assert parse_command(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["click", "click(a)", "click(1, 2)", "scroll(left)", 'goto("http://x")', "type(1, hi)", "rm(1)", "x" * 999]
+)
+def test_parse_command_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_command(text)
+
+
+def test_live_site_with_checker(site: str) -> None:
+    from agentgym.environments.web.env import LiveSiteEnv
+
+    env = LiveSiteEnv(site + "/", "Greet Ada.", checker=greeted, screenshot=True)
+    observation, info = env.reset()
+    assert "Greet Ada." in observation["text"] and "goto(" in observation["text"]
+    assert observation["screenshot"].shape == (720, 1280, 3) and observation["screenshot"].dtype.name == "uint8"
+    field = element_id(observation, "placeholder=")
+    observation, reward, terminated, _, info = env.step(f'type({field}, "Ada")')
+    assert 'value="Ada"' in observation["text"] and not terminated
+    greet = element_id(observation, '"Greet"')
+    observation, reward, terminated, _, info = env.step(f"click({greet})")
+    assert terminated and info["success"] and reward == 1.0 and info["browser_error"] is None
+    env.reset()
+    observation, _, _, _, info = env.step('goto("https://example.com/")')
+    assert info["invalid_action"] and "limited to" in observation["text"]
+    observation, _, _, _, info = env.step(f'goto("{site}/other")')
+    assert "The other page" in observation["text"] and info["url"] == f"{site}/other"
+    env.close()
+
+
+def test_page_that_never_finishes_loading_is_reported(site: str) -> None:
+    from agentgym.environments.web.env import LiveSiteEnv
+
+    env = LiveSiteEnv(site + "/", "Wait.", action_timeout_s=1.0, page_timeout_s=3.0)
+    env.reset()
+    start = time.monotonic()
+    observation, _, terminated, _, info = env.step(f'goto("{site}/slow")')
+    assert time.monotonic() - start < 15
+    assert terminated and "did not answer" in info["browser_error"] and "browser failed" in observation["text"]
+    observation, info = env.reset()  # the recycled tab works
+    assert info["browser_error"] is None and "Greet" in observation["text"]
+    env.close()
+
+
+def test_crashed_renderer_is_recycled_and_reported(site: str) -> None:
+    from agentgym.environments.web.env import LiveSiteEnv
+
+    env = LiveSiteEnv(site + "/", "Greet Ada.", checker=greeted)
+    env.reset()
+    tab = env.tab
+
+    async def crash(page: object) -> None:
+        session = await page.context.new_cdp_session(page)  # type: ignore[attr-defined]
+        await session.send("Page.crash")
+
+    with pytest.raises(BrowserError):
+        tab.run(crash, timeout_s=5)
+    assert tab.recycles == 1
+    observation, info = env.reset()
+    assert "Greet" in observation["text"]
+    env.close()
+
+
+def test_hung_page_and_vanished_element(site: str) -> None:
+    from agentgym.environments.web.env import LiveSiteEnv
+
+    env = LiveSiteEnv(site + "/", "Greet Ada.", action_timeout_s=1.0, page_timeout_s=3.0)
+    observation, _ = env.reset()
+    vanish = element_id(observation, '"Vanish"')
+    observation, _, _, _, info = env.step(f"click({vanish})")
+    assert not info["invalid_action"]
+    observation, reward, terminated, _, info = env.step(f"click({vanish})")  # its id is gone now
+    assert info["invalid_action"] and "vanished" in observation["text"] and not terminated
+    observation, _, _, _, info = env.step("click(12345)")
+    assert info["invalid_action"] and info["browser_error"] is None
+    start = time.monotonic()
+    observation, _, terminated, _, info = env.step(f"click({element_id(observation, 'Hang')})")
+    assert time.monotonic() - start < 20
+    assert terminated and info["browser_error"] and not info["success"]
+    observation, info = env.reset()
+    assert "Greet" in observation["text"] and info["browser_error"] is None
+    env.close()
+
+
+def test_64_concurrent_episodes() -> None:
+    from agentgym.environments.miniwob.env import MiniWoBEnv
+
+    results: list[tuple[bool, str | None]] = []
+    lock = threading.Lock()
+
+    def play(index: int) -> None:
+        env = MiniWoBEnv("click-button")
+        try:
+            env.reset(options={"task_id": index})
+            for _ in range(5):
+                _, _, terminated, _, info = env.step(env.oracle_action())
+                if terminated:
+                    break
+            with lock:
+                results.append((info["success"], info["browser_error"]))
+        finally:
+            env.close()
+
+    threads = [threading.Thread(target=play, args=(index,)) for index in range(64)]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert not any(thread.is_alive() for thread in threads), "an episode hung"
+    assert len(results) == 64
+    assert all(success and error is None for success, error in results), results
+    print(f"64 concurrent click-button episodes in {time.monotonic() - start:.1f} s")
