@@ -36,6 +36,8 @@ import numpy as np
 
 #: How long to wait for the X server, the window manager or an app's first window.
 START_TIMEOUT_S = 10.0
+#: How often the window list is asked for again when a window vanished during the query.
+WINDOW_LIST_TRIES = 5
 #: How long one ``xdotool``/``wmctrl`` call may take.
 TOOL_TIMEOUT_S = 5.0
 #: Input is settled when the screen and the window list stay unchanged for this long...
@@ -315,7 +317,12 @@ class DesktopSession:
 
     def windows(self) -> tuple[Window, ...]:
         """The managed top-level windows, in stacking order of creation."""
-        listing = self._tool("wmctrl", "-lGpx").stdout
+        for _ in range(WINDOW_LIST_TRIES):
+            result = self._tool("wmctrl", "-lGpx", check=False)
+            if result.returncode == 0 or "BadWindow" not in result.stderr:
+                break
+            time.sleep(0.05)  # a window closed while wmctrl read its properties: ask again
+        listing = self._tool("wmctrl", "-lGpx").stdout if result.returncode != 0 else result.stdout
         windows = []
         for line in listing.splitlines():
             parts = line.split(None, 8)
