@@ -10,7 +10,9 @@ owns the container. Episodes are the local env's, as with the ``process`` backen
 * **Isolation**: ``--network none`` (families in :data:`NETWORK_FAMILIES` excepted: none
   yet), ``--memory`` (with no swap beyond it), ``--cpus`` and ``--pids-limit``, every
   capability dropped, no privilege escalation, and the caller's uid and gid (the socket the
-  server creates is then the caller's to connect to).
+  server creates is then the caller's to connect to); a root caller's containers run as nobody
+  (:data:`ROOT_CALLER_USER`), since root without capabilities breaks programs that act
+  differently for root (xterm, whose child calls ``initgroups`` and exits when that fails).
 * **Cleanup**: the container is removed (``docker rm --force``) when the env is closed or
   garbage-collected and at interpreter exit. When this process dies without cleaning up
   (``kill -9``), the server exits by itself: it reads a FIFO in the shared folder that only
@@ -57,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentgym.backends import remote_env
 from agentgym.registry import env_info
+from agentgym.sandbox import UNPRIVILEGED_GID, UNPRIVILEGED_UID
 
 if TYPE_CHECKING:
     from agentgym.remote import RemoteEnv
@@ -67,6 +70,8 @@ DEFAULT_IMAGE = "agentgym/core:latest"
 FAMILY_IMAGES: dict[str, str] = {"desktop": "agentgym/desktop:latest"}
 #: Families whose envs need a network; every other family runs with ``--network none``.
 NETWORK_FAMILIES: frozenset[str] = frozenset()
+#: The uid and gid of the containers of a root caller (root can use any user's socket).
+ROOT_CALLER_USER = (UNPRIVILEGED_UID, UNPRIVILEGED_GID)
 #: Defaults of the ``docker_*`` keyword arguments (see the module docstring).
 DEFAULTS: dict[str, Any] = {"memory": "2g", "cpus": 1.0, "pids_limit": 256, "startup_timeout": 60.0}
 #: How long ``docker rm --force`` may take before the container is left to its lifeline.
@@ -150,6 +155,10 @@ class EnvContainer:
         self.log_path = os.path.join(self.directory, "server.log")
         lifeline = os.path.join(self.directory, "lifeline")
         os.mkfifo(lifeline, 0o600)
+        uid, gid = container_user()
+        if (uid, gid) != (os.getuid(), os.getgid()):  # the container's user makes the socket and reads the lifeline
+            for path in (self.directory, lifeline):
+                os.chown(path, uid, gid)
         # Read-write, so that opening it never blocks; the server holds the only read-only end.
         cleanup = _Cleanup(docker, self.name, os.open(lifeline, os.O_RDWR), self.directory, os.getpid())
         self._stopper = weakref.finalize(self, cleanup)
@@ -159,7 +168,7 @@ class EnvContainer:
         command = [
             *(docker, "run", "--detach", "--rm", "--pull", "never", "--name", self.name),
             *("--label", "agentgym.backend=docker", "--label", f"agentgym.parent={socket.gethostname()}:{os.getpid()}"),
-            *("--network", network, "--user", f"{os.getuid()}:{os.getgid()}"),
+            *("--network", network, "--user", f"{uid}:{gid}"),
             *("--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--stop-timeout", "5"),
             *(item for flag, value in limits.items() if value is not None for item in (flag, str(value))),
             *("--mount", f"type=bind,source={self.directory},target={CONTAINER_DIR}"),
@@ -239,6 +248,11 @@ class EnvContainer:
             return Path(self.log_path).read_text(errors="replace")[-4000:]
         except OSError:
             return "(no output)"
+
+
+def container_user() -> tuple[int, int]:
+    """The uid and gid that containers run as: the caller's, or :data:`ROOT_CALLER_USER` for root."""
+    return ROOT_CALLER_USER if os.getuid() == 0 else (os.getuid(), os.getgid())
 
 
 def build_hint() -> str:

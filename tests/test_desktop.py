@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -230,3 +232,36 @@ def test_accessibility_tree_lists_the_editor_and_its_bus_is_cleaned_up() -> None
         pytest.skip("AT-SPI is unavailable under /usr/bin/python3 (apt-get install python3-gi gir1.2-atspi-2.0)")
     assert 'application "mousepad"' in observation["text"] and 'menu "File"' in observation["text"]
     assert not processes_with_token(token)
+
+
+ROOT_WITHOUT_SETGID = """
+from agentgym.environments.desktop.session import DesktopError, DesktopSession, _privilege_hint
+print(_privilege_hint())
+session = DesktopSession()
+try:
+    assert session.windows() == ()  # the window list is readable as soon as the session is up
+    home = session.new_home()
+    try:
+        session.launch(["xterm", "-e", "touch", "ran"], "xterm.XTerm")
+        session._apps[0].wait(timeout=30)  # its window showed before its child failed
+    except DesktopError as error:
+        print(error)
+    print("the command ran" if (home / "ran").exists() else "the command did not run")
+finally:
+    session.close()
+"""
+
+
+@needs_desktop
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv")
+def test_xterm_cannot_run_commands_as_root_without_setgid_capability() -> None:
+    """Root with capabilities dropped (a container run as root with --cap-drop ALL): xterm's child calls
+    initgroups(), which fails, and exits before running the command; the session's error says why."""
+    result = subprocess.run(
+        ["setpriv", "--bounding-set=-setgid", "--inh-caps=-setgid", sys.executable, "-c", ROOT_WITHOUT_SETGID],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "CAP_SETGID" in result.stdout and "the command did not run" in result.stdout, result.stdout

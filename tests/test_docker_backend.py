@@ -28,6 +28,7 @@ from agentgym.docker_backend import (
     DockerUnavailableError,
     EnvContainer,
     ImageNotFoundError,
+    container_user,
 )
 from agentgym.remote import RemoteEnv, ServerUnavailableError
 
@@ -99,7 +100,7 @@ def test_the_container_has_no_network_and_the_limits_asked_for() -> None:
         assert (host["Memory"], host["MemorySwap"]) == (256 * 2**20, 256 * 2**20)
         assert (host["NanoCpus"], host["PidsLimit"]) == (500_000_000, 64)
         assert host["CapDrop"] == ["ALL"] and "no-new-privileges" in host["SecurityOpt"] and host["AutoRemove"]
-        assert config["Config"]["User"] == f"{os.getuid()}:{os.getgid()}"
+        assert config["Config"]["User"] == "{}:{}".format(*container_user())
         assert config["Config"]["Labels"]["agentgym.backend"] == "docker"
         interfaces = subprocess.run(["docker", "exec", name, "ls", "/sys/class/net"], capture_output=True, text=True)
         assert interfaces.stdout.split() == ["lo"]  # nothing but loopback inside

@@ -34,8 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-#: How long to wait for the X server, the window manager or an app's first window.
-START_TIMEOUT_S = 10.0
+#: How long to wait for the X server, the window manager or an app's first window: generous, since a
+#: loaded machine (or a container with one CPU) can take many seconds; waits end as soon as the state is there.
+START_TIMEOUT_S = 30.0
 #: How often the window list is asked for again when a window vanished during the query.
 WINDOW_LIST_TRIES = 5
 #: How long one ``xdotool``/``wmctrl`` call may take.
@@ -46,6 +47,8 @@ QUIET_S = 0.2
 SETTLE_TIMEOUT_S = 3.0
 #: Tries to start the X server and window manager before giving up.
 START_ATTEMPTS = 3
+#: The capability number of CAP_SETGID (linux/capability.h).
+CAP_SETGID = 6
 SYSTEM_PYTHON = "/usr/bin/python3"
 A11Y_HELPER = Path(__file__).with_name("a11y_dump.py")
 
@@ -191,8 +194,17 @@ class DesktopSession:
         self.display = f":{number}"
         if self.accessibility:
             self._start_bus()
-        self._spawn(self._server, ["openbox", "--sm-disable", "--config-file", str(self.root / "openbox.xml")])
-        self._wait(lambda: self._tool("wmctrl", "-m", check=False).returncode == 0, "the window manager to start")
+        openbox_argv = ["openbox", "--sm-disable", "--config-file", str(self.root / "openbox.xml")]
+        openbox = self._spawn(self._server, openbox_argv)
+
+        def managing() -> bool:
+            # Ready when the window list can be read: openbox announces itself (what `wmctrl -m` checks) a
+            # while before it sets _NET_CLIENT_LIST, and until then `wmctrl -l` fails.
+            if openbox.poll() is not None:
+                raise DesktopError(f"openbox exited with code {openbox.returncode} while starting:\n{self.log_tail()}")
+            return self._list_windows().returncode == 0
+
+        self._wait(managing, "the window manager to start")
 
     def _start_bus(self) -> None:
         address_file = self.root / "bus-address"
@@ -265,7 +277,9 @@ class DesktopSession:
 
         def mapped() -> bool:
             if app.poll() is not None:
-                raise DesktopError(f"{argv[0]} exited with code {app.returncode} while starting")
+                raise DesktopError(
+                    f"{argv[0]} exited with code {app.returncode} while starting{_privilege_hint()}:\n{self.log_tail()}"
+                )
             return any(w.wm_class == wm_class and w.id not in before for w in self.windows())
 
         self._wait(mapped, f"a {wm_class} window")
@@ -318,13 +332,16 @@ class DesktopSession:
     def windows(self) -> tuple[Window, ...]:
         """The managed top-level windows, in stacking order of creation."""
         for _ in range(WINDOW_LIST_TRIES):
-            result = self._tool("wmctrl", "-lGpx", check=False)
+            result = self._list_windows()
             if result.returncode == 0 or "BadWindow" not in result.stderr:
                 break
             time.sleep(0.05)  # a window closed while wmctrl read its properties: ask again
-        listing = self._tool("wmctrl", "-lGpx").stdout if result.returncode != 0 else result.stdout
+        if result.returncode != 0:
+            if not self.alive():
+                raise XServerDied("the X server is not running")
+            raise DesktopError(f"wmctrl -lGpx failed: {result.stderr.strip()[:300]}")
         windows = []
-        for line in listing.splitlines():
+        for line in result.stdout.splitlines():
             parts = line.split(None, 8)
             if len(parts) < 8:
                 continue
@@ -426,6 +443,9 @@ class DesktopSession:
             raise DesktopError(f"{' '.join(argv[:2])} failed: {result.stderr.strip()[:300]}")
         return result
 
+    def _list_windows(self) -> subprocess.CompletedProcess:
+        return self._tool("wmctrl", "-lGpx", check=False)
+
     def _grab_bytes(self) -> bytes:
         from PIL import ImageGrab
 
@@ -467,6 +487,21 @@ def _read_line(fd: int, timeout_s: float) -> str:
             break
         data += chunk
     return data.decode(errors="replace")
+
+
+def _privilege_hint() -> str:
+    """Why apps may fail to start here: root without CAP_SETGID (a container run as root with capabilities
+    dropped), where xterm's child exits before running its command because its initgroups() call fails."""
+    if os.geteuid() != 0:
+        return ""
+    try:
+        with open("/proc/self/status") as status:
+            effective = next(int(line.split()[1], 16) for line in status if line.startswith("CapEff:"))
+    except (OSError, StopIteration, ValueError):
+        return ""
+    if effective & (1 << CAP_SETGID):
+        return ""
+    return " (this runs as root without CAP_SETGID, where xterm for one cannot start its shell: run as another user)"
 
 
 def _process_state(pid: int) -> str:
