@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from agentgym.core import TaskSplits
-from agentgym.environments.miniwob import SPLITS
+from agentgym.environments.miniwob import SPLITS, TASK_TIME_LIMITS_MS
 from agentgym.environments.miniwob.oracles import ORACLES, OracleView
-from agentgym.environments.miniwob.tasks import TASK_TIME_LIMITS_MS
 from agentgym.environments.web.browser import BrowserError, Command
 from agentgym.environments.web.env import BrowserEnv
 
