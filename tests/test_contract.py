@@ -39,7 +39,7 @@ GAME_IDS = [env_id for env_id in EPISODE_IDS if agentgym.env_info(env_id).family
 ORACLE_TASKS = 200
 #: Families whose episodes are slow (a JVM, a browser, a desktop) play fewer oracle tasks here
 #: (the number given) and fewer fuzz examples; their own tests and benchmarks go further.
-SLOW_FAMILIES: dict[str, int] = {"alfworld": 8, "babyai": 60, "desktop": 8, "miniwob": 10, "textworld": 4, "web": 6}
+SLOW_FAMILIES: dict[str, int] = {"alfworld": 8, "babyai": 60, "desktop": 8, "miniwob": 10, "scienceworld": 20, "textworld": 4, "web": 6}
 SLOW_FUZZ_EXAMPLES = 8
 FAST_IDS = [env_id for env_id in EPISODE_IDS if agentgym.env_info(env_id).family not in SLOW_FAMILIES]
 SLOW_IDS = [env_id for env_id in EPISODE_IDS if agentgym.env_info(env_id).family in SLOW_FAMILIES]
