@@ -3,8 +3,16 @@
 It speaks the subset of vLLM's OpenAI API that agent evaluation needs, with the same
 JSON shapes: ``POST /v1/chat/completions``, ``POST /v1/completions``, ``GET /v1/models``
 and ``GET /health``. Concurrent requests are batched into one generation (``Batcher``).
-Not implemented, and answered with a 400: streaming, ``n`` > 1, ``top_logprobs`` and
-completion ``logprobs``/``echo``. Errors are JSON ``{"error": {"message", "type", "param",
+
+For RL trainers, as in vLLM: a completion prompt may be token ids, ``logprobs: 0`` returns
+each sampled token's logprob, ``return_token_ids: true`` returns the sampled ids
+(``choices[i].token_ids``) and the prompt's (``prompt_token_ids``); and LoRA adapters are
+hot-loaded with ``POST /v1/load_lora_adapter`` (``{"lora_name", "lora_path"}``) and removed
+with ``POST /v1/unload_lora_adapter``, after which requests may name the adapter as their
+``model``. Each adapter is merged into its own copy of the base model (needs ``peft``).
+
+Not implemented, and answered with a 400: streaming, ``n`` > 1, ``top_logprobs``,
+completion ``logprobs`` above 0 and ``echo``. Errors are JSON ``{"error": {"message", "type", "param",
 "code"}}`` with vLLM's types; bad requests get a 4xx, never a traceback. Needs the
 ``serve`` extra.
 """
@@ -12,6 +20,7 @@ completion ``logprobs``/``echo``. Errors are JSON ``{"error": {"message", "type"
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -29,6 +38,30 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from agentgym.generation import Batcher, Completion, Generator, Request, RequestError, SamplingParams
+
+
+class TokenPrompt(tuple):
+    """A prompt given as token ids (a completion request's ``prompt: [int, ...]``)."""
+
+
+class ServedGenerator(Generator):
+    """A ``Generator`` that also takes ``TokenPrompt`` prompts, checked against the vocabulary and context."""
+
+    def encode(self, request: Request) -> list[int]:
+        if not isinstance(request.prompt, TokenPrompt):
+            return super().encode(request)
+        ids = list(request.prompt)
+        vocabulary = self.model.get_input_embeddings().num_embeddings
+        if not ids:
+            raise RequestError("the prompt is empty")
+        if any(not 0 <= token < vocabulary for token in ids):
+            raise RequestError(f"prompt token ids must be in 0..{vocabulary - 1}")
+        if self.context_length is not None and len(ids) >= self.context_length:
+            raise RequestError(f"the prompt has {len(ids)} tokens; the model's context length is {self.context_length}")
+        if self.context_length is None and request.params.max_new_tokens is None:
+            raise RequestError("max_tokens is required: the model's context length is unknown")
+        return ids
+
 
 _ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowedError", 500: "InternalServerError"}
 
@@ -86,26 +119,46 @@ class ChatCompletionRequest(SamplingRequest):
 class CompletionRequest(SamplingRequest):
     """The body of ``POST /v1/completions``; a list of prompts gives one choice each."""
 
-    prompt: str | list[str]
+    prompt: str | list[str] | list[int] | list[list[int]]
     echo: bool = False
     logprobs: int | None = None
+    return_token_ids: bool = False
+
+
+class LoadLoraRequest(BaseModel):
+    """The body of ``POST /v1/load_lora_adapter`` (vLLM's)."""
+
+    lora_name: str = Field(min_length=1)
+    lora_path: str = Field(min_length=1)
+
+
+class UnloadLoraRequest(BaseModel):
+    """The body of ``POST /v1/unload_lora_adapter`` (vLLM's)."""
+
+    lora_name: str = Field(min_length=1)
+    lora_int_id: int | None = None
 
 
 def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, batch_wait_ms: float = 5.0) -> FastAPI:
     """The server app for ``generator``, answering to the model name ``model_name``.
 
-    The app's ``state.batcher`` batches its requests; it stops when the app shuts down.
+    The app's ``state.batcher`` batches the base model's requests, ``state.adapters`` maps
+    each loaded LoRA adapter's name to its batcher; they stop when the app shuts down.
     """
-    batcher = Batcher(generator, max_batch_size, batch_wait_ms)
+    served = ServedGenerator(generator.model, generator.tokenizer)
+    batcher = Batcher(served, max_batch_size, batch_wait_ms)
+    adapters: dict[str, Batcher] = {}
     created = int(time.time())
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        await batcher.aclose()
+        for adapter in [batcher, *adapters.values()]:
+            await adapter.aclose()
 
     app = FastAPI(title=f"agentgym serve-model: {model_name}", lifespan=lifespan)
     app.state.batcher = batcher
+    app.state.adapters = adapters
 
     @app.exception_handler(APIError)
     async def api_error(_: HTTPRequest, error: APIError) -> JSONResponse:
@@ -129,8 +182,11 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
 
     async def complete(body: SamplingRequest, prompt: Any, max_tokens: int | None) -> Completion:
         """Check the request's common fields and run it through the batcher."""
+        target = batcher
         if body.model is not None and body.model != model_name:
-            raise APIError(404, f"The model `{body.model}` does not exist.", "model")
+            if body.model not in adapters:
+                raise APIError(404, f"The model `{body.model}` does not exist.", "model")
+            target = adapters[body.model]
         if body.stream:
             raise APIError(400, "streaming is not supported by this server; send stream=false", "stream")
         if body.n != 1:
@@ -144,7 +200,7 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
                 stop=tuple(stop),
                 seed=body.seed,
             )
-            return await batcher.submit(Request(prompt, params))
+            return await target.submit(Request(prompt, params))
         except RequestError as error:
             raise APIError(400, str(error)) from error
 
@@ -177,36 +233,67 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
         """Continue plain-text prompts."""
         if body.echo:
             raise APIError(400, "echo is not supported", "echo")
-        if body.logprobs is not None:
-            raise APIError(400, "logprobs are not supported on /v1/completions; use /v1/chat/completions", "logprobs")
-        prompts = [body.prompt] if isinstance(body.prompt, str) else body.prompt
-        if not prompts:
+        if body.logprobs:
+            raise APIError(400, "only logprobs=0 (each sampled token's own logprob) is supported", "logprobs")
+        if not body.prompt:
             raise APIError(400, "prompt must not be empty", "prompt")
+        if isinstance(body.prompt, str):
+            prompts: list[Any] = [body.prompt]
+        elif isinstance(body.prompt[0], int):
+            prompts = [TokenPrompt(body.prompt)]
+        elif isinstance(body.prompt[0], list):
+            prompts = [TokenPrompt(ids) for ids in body.prompt]
+        else:
+            prompts = list(body.prompt)
         results = await asyncio.gather(*(complete(body, prompt, body.max_tokens) for prompt in prompts))
+        choices = []
+        for i, (prompt, result) in enumerate(zip(prompts, results)):
+            choice: dict[str, Any] = {"index": i, "text": result.text, "logprobs": None}
+            if body.logprobs is not None:
+                choice["logprobs"] = _completion_logprobs(generator, result)
+            choice["finish_reason"] = result.finish_reason
+            if body.return_token_ids:
+                choice["token_ids"] = result.token_ids
+                choice["prompt_token_ids"] = served.encode(Request(prompt, SamplingParams(max_new_tokens=1)))
+            choices.append(choice)
         return {
             "id": f"cmpl-{uuid.uuid4().hex}",
             "object": "text_completion",
             "created": int(time.time()),
             "model": model_name,
-            "choices": [
-                {"index": i, "text": result.text, "logprobs": None, "finish_reason": result.finish_reason}
-                for i, result in enumerate(results)
-            ],
+            "choices": choices,
             "usage": _usage(results),
         }
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        """The one model served."""
-        model = {
-            "id": model_name,
-            "object": "model",
-            "created": created,
-            "owned_by": "agentgym",
-            "root": model_name,
-            "max_model_len": generator.context_length,
-        }
-        return {"object": "list", "data": [model]}
+        """The base model and the loaded LoRA adapters."""
+        base = {"id": model_name, "root": model_name, "parent": None}
+        entries = [base] + [{"id": name, "root": name, "parent": model_name} for name in adapters]
+        common = {"object": "model", "created": created, "owned_by": "agentgym"}
+        common["max_model_len"] = generator.context_length
+        return {"object": "list", "data": [entry | common for entry in entries]}
+
+    @app.post("/v1/load_lora_adapter")
+    async def load_lora_adapter(body: LoadLoraRequest) -> Response:
+        """Load a peft LoRA adapter from a folder and serve it under ``lora_name``."""
+        if body.lora_name == model_name or body.lora_name in adapters:
+            raise APIError(400, f"The lora adapter '{body.lora_name}' has already been loaded.", "lora_name")
+        try:
+            merged = await asyncio.to_thread(_merge_adapter, generator, body.lora_path)
+        except (OSError, ValueError) as error:
+            raise APIError(400, f"cannot load the LoRA adapter at {body.lora_path}: {error}", "lora_path") from error
+        adapters[body.lora_name] = Batcher(ServedGenerator(merged, generator.tokenizer), max_batch_size, batch_wait_ms)
+        return Response(f"Success: LoRA adapter '{body.lora_name}' added successfully.", media_type="text/plain")
+
+    @app.post("/v1/unload_lora_adapter")
+    async def unload_lora_adapter(body: UnloadLoraRequest) -> Response:
+        """Stop serving a loaded adapter."""
+        adapter = adapters.pop(body.lora_name, None)
+        if adapter is None:
+            raise APIError(404, f"The lora adapter '{body.lora_name}' cannot be found.", "lora_name")
+        await adapter.aclose()
+        return Response(f"Success: LoRA adapter '{body.lora_name}' removed successfully.", media_type="text/plain")
 
     @app.get("/health")
     async def health() -> Response:
@@ -250,6 +337,26 @@ def _usage(results: list[Completion]) -> dict[str, int]:
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+
+
+def _merge_adapter(generator: Generator, path: str) -> torch.nn.Module:
+    """A copy of the base model with the peft LoRA adapter in ``path`` merged into its weights."""
+    from peft import PeftModel
+
+    if not (Path(path) / "adapter_config.json").is_file():
+        raise ValueError("no adapter_config.json there (save the adapter with peft's save_pretrained)")
+    model = PeftModel.from_pretrained(copy.deepcopy(generator.model), path)
+    return model.merge_and_unload().eval()
+
+
+def _completion_logprobs(generator: Generator, completion: Completion) -> dict[str, Any]:
+    """Completion logprobs in OpenAI's legacy shape, the sampled tokens only (``logprobs: 0``)."""
+    tokens = [generator.tokenizer.decode([token_id]) for token_id in completion.token_ids]
+    offsets, offset = [], 0
+    for token in tokens:
+        offsets.append(offset)
+        offset += len(token)
+    return {"tokens": tokens, "token_logprobs": completion.logprobs, "top_logprobs": None, "text_offset": offsets}
 
 
 def _token_logprobs(generator: Generator, completion: Completion) -> list[dict[str, Any]]:

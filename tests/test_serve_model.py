@@ -168,7 +168,7 @@ def test_a_model_failure_is_a_500_json_error(
     def broken(*_: object) -> None:
         raise RuntimeError("CUDA out of memory (pretend)")
 
-    monkeypatch.setattr(generator, "generate_tokens", broken)
+    monkeypatch.setattr(server[1].generator, "generate_tokens", broken)
     response = post(server, "/v1/completions", {"prompt": "up", "max_tokens": 2})
     assert response.status_code == 500
     error = response.json()["error"]
@@ -190,3 +190,59 @@ def test_the_openai_policy_talks_to_the_server(server: tuple[str, Batcher], gene
     reply = asyncio.run(act())
     (expected,) = generator.generate([Request(CHAT, SamplingParams(temperature=0, max_new_tokens=5))])
     assert (reply.text, reply.prompt_tokens, reply.completion_tokens) == (expected.text, expected.prompt_tokens, 5)
+
+
+def test_token_id_prompts_return_the_sampled_ids_and_logprobs(
+    server: tuple[str, Batcher], generator: Generator
+) -> None:
+    """vLLM's fields for RL: a prompt of token ids, ``logprobs: 0`` and ``return_token_ids``."""
+    prompt = generator.encode(Request(CHAT))
+    body = {"prompt": prompt, "temperature": 0, "max_tokens": 5, "logprobs": 0, "return_token_ids": True}
+    choice = post(server, "/v1/completions", body).json()["choices"][0]
+    (expected,) = generator.generate_tokens([prompt], [SamplingParams(temperature=0, max_new_tokens=5)])
+    assert choice["token_ids"] == expected.token_ids and choice["prompt_token_ids"] == prompt
+    assert choice["logprobs"]["token_logprobs"] == pytest.approx(expected.logprobs, abs=1e-4)
+    assert len(choice["logprobs"]["tokens"]) == 5 and choice["text"] == expected.text
+    batch = post(server, "/v1/completions", body | {"prompt": [prompt, prompt[:3]]}).json()["choices"]
+    assert [len(entry["prompt_token_ids"]) for entry in batch] == [len(prompt), 3]
+    for bad, needle in (([10**9], "token ids"), (prompt * 50, "context length")):
+        response = post(server, "/v1/completions", body | {"prompt": bad})
+        assert response.status_code == 400 and needle in response.json()["error"]["message"]
+    response = post(server, "/v1/completions", body | {"logprobs": 2})
+    assert response.status_code == 400 and "logprobs=0" in response.json()["error"]["message"]
+
+
+def test_lora_adapters_load_serve_and_unload(server: tuple[str, Batcher], generator: Generator, tmp_path: Path) -> None:
+    """``/v1/load_lora_adapter`` as in vLLM: the adapter is served under its name until unloaded."""
+    peft = pytest.importorskip("peft")
+    import copy
+
+    import torch
+
+    model = peft.get_peft_model(copy.deepcopy(generator.model), peft.LoraConfig(r=4, target_modules="all-linear"))
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_(0, 0.5, generator=torch.Generator().manual_seed(0))
+    model.save_pretrained(tmp_path / "adapter")
+    merged = Generator(model.merge_and_unload(), generator.tokenizer)
+    prompt = generator.encode(Request(CHAT))
+    params = SamplingParams(temperature=0, max_new_tokens=6)
+    (expected,) = merged.generate_tokens([prompt], [params])
+    (base,) = generator.generate_tokens([prompt], [params])
+    assert expected.token_ids != base.token_ids, "the adapter should change the model's output"
+
+    load = {"lora_name": "policy", "lora_path": str(tmp_path / "adapter")}
+    assert post(server, "/v1/load_lora_adapter", load).status_code == 200
+    assert post(server, "/v1/load_lora_adapter", load).status_code == 400  # already loaded, as in vLLM
+    assert [entry["id"] for entry in httpx.get(server[0] + "/v1/models").json()["data"]] == [MODEL, "policy"]
+    body = {"prompt": prompt, "temperature": 0, "max_tokens": 6, "return_token_ids": True}
+    assert post(server, "/v1/completions", body | {"model": "policy"}).json()["choices"][0]["token_ids"] == (
+        expected.token_ids
+    )
+    assert post(server, "/v1/completions", body).json()["choices"][0]["token_ids"] == base.token_ids
+    assert post(server, "/v1/unload_lora_adapter", {"lora_name": "policy"}).status_code == 200
+    assert post(server, "/v1/completions", body | {"model": "policy"}).status_code == 404
+    assert post(server, "/v1/unload_lora_adapter", {"lora_name": "policy"}).status_code == 404
+    missing = post(server, "/v1/load_lora_adapter", {"lora_name": "x", "lora_path": str(tmp_path / "none")})
+    assert missing.status_code == 400 and "adapter_config.json" in missing.json()["error"]["message"]

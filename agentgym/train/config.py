@@ -1,0 +1,194 @@
+"""The trainer's configuration: dataclasses read from one YAML file (``agentgym train CONFIG.yaml``).
+
+Every field has a default except ``model.path`` and ``envs``; unknown keys are an error, so
+a typo never passes silently. See ``agentgym/train/configs/*.yaml`` for complete examples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
+
+
+@dataclass
+class LoraConfig:
+    """A LoRA adapter (peft) on the model; the base weights stay frozen."""
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    target_modules: str | list[str] = "all-linear"
+
+
+@dataclass
+class ModelConfig:
+    """The policy model: a folder (or hub name already in the local cache) for ``from_pretrained``.
+
+    ``device`` ``auto`` is CUDA if available, else CPU; ``dtype`` None is float32 on CPU and
+    bfloat16 on CUDA. ``lora`` None means full fine-tuning.
+    """
+
+    path: str = ""
+    device: str = "auto"
+    dtype: str | None = None
+    lora: LoraConfig | None = None
+    gradient_checkpointing: bool = False
+
+
+@dataclass
+class EnvConfig:
+    """One training env: its id, the split its tasks are drawn from, ``gym.make`` kwargs."""
+
+    id: str = ""
+    split: Literal["train", "dev", "test"] = "train"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AlgorithmConfig:
+    """Advantage estimator and loss.
+
+    ``name``: ``grpo`` (group-relative episode returns), ``ppo`` (value head + GAE over the
+    model's tokens) or ``gigpo`` (GRPO plus step-level groups of identical observations,
+    weighted by ``step_weight``). ``std_normalize`` divides GRPO's and GiGPO's advantages by
+    their group's std, and whitens PPO's over the batch's model tokens (CleanRL's ``norm_adv``).
+    ``clip_high`` above ``clip_low`` is the "clip higher"
+    variant. ``kl_weight`` 0 loads no reference model. ``loss_aggregation``: ``token``
+    (mean over all model tokens of the batch) or ``sequence`` (mean per episode, then over episodes).
+    """
+
+    name: Literal["grpo", "ppo", "gigpo"] = "grpo"
+    group_size: int = 8
+    std_normalize: bool = True
+    gamma: float = 1.0
+    lam: float = 0.95
+    step_weight: float = 1.0
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    kl_weight: float = 0.0
+    entropy_weight: float = 0.0
+    value_weight: float = 0.5
+    loss_aggregation: Literal["token", "sequence"] = "token"
+
+
+@dataclass
+class RolloutConfig:
+    """How episodes are sampled.
+
+    ``backend`` ``hf`` generates in-process with the model being trained; ``openai`` sends
+    token-id prompts to an OpenAI-compatible server at ``base_url`` (vLLM with LoRA enabled,
+    or ``agentgym serve-model``) and hot-loads the LoRA adapter after each update
+    (needs ``model.lora``). ``max_turns`` is the horizon schedule: ``[[iteration, turns], ...]``,
+    each entry applying from its iteration on (ScalingInter-RL style growth).
+    """
+
+    backend: Literal["hf", "openai"] = "hf"
+    base_url: str = "http://127.0.0.1:8000/v1"
+    adapter_name: str = "agentgym-policy"
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 256
+    max_batch_size: int = 64
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
+    max_turns: list[list[int]] = field(default_factory=lambda: [[0, 10]])
+    timeout_s: float = 600.0
+
+    def turns_at(self, iteration: int) -> int:
+        """The turn limit that applies at ``iteration``."""
+        turns = self.max_turns[0][1]
+        for start, limit in sorted(self.max_turns):
+            if iteration >= start:
+                turns = limit
+        return turns
+
+
+@dataclass
+class TrainConfig:
+    """A whole training run.
+
+    Each iteration plays ``groups_per_iteration`` groups of ``algorithm.group_size``
+    episodes (one task per group), then makes ``epochs`` passes over them in minibatches of
+    ``minibatch_size`` episodes. Every ``eval_every`` iterations (0: never) the runner plays
+    ``eval_episodes`` greedy episodes per env on ``eval_split``; every ``checkpoint_every``
+    iterations (and at the end) a checkpoint is written to ``out/checkpoints``.
+    """
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    envs: list[EnvConfig] = field(default_factory=list)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    out: str = "runs/train"
+    iterations: int = 100
+    groups_per_iteration: int = 8
+    learning_rate: float = 1e-5
+    weight_decay: float = 0.0
+    epochs: int = 1
+    minibatch_size: int = 8
+    max_grad_norm: float = 1.0
+    seed: int = 0
+    eval_every: int = 0
+    eval_episodes: int = 50
+    eval_split: Literal["train", "dev", "test"] = "dev"
+    eval_concurrency: int = 32
+    checkpoint_every: int = 10
+    tensorboard: bool = True
+    wandb_project: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.model.path:
+            raise ValueError("model.path is required")
+        if not self.envs:
+            raise ValueError("envs must name at least one env")
+        if self.algorithm.group_size < 1 or self.groups_per_iteration < 1 or self.minibatch_size < 1:
+            raise ValueError("group_size, groups_per_iteration and minibatch_size must be >= 1")
+        if self.rollout.backend == "openai" and self.model.lora is None:
+            raise ValueError("the openai rollout backend hot-loads LoRA adapters: set model.lora")
+        if not self.rollout.max_turns or any(len(entry) != 2 for entry in self.rollout.max_turns):
+            raise ValueError("rollout.max_turns must be a list of [iteration, turns] pairs")
+
+
+def from_dict(cls: type, data: Any, where: str = "config") -> Any:
+    """Build the dataclass ``cls`` from plain data, checking keys and nesting."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        expected = ", ".join(sorted(names))
+        raise ValueError(f"unknown key(s) in {where}: {', '.join(unknown)}; expected some of {expected}")
+    values = {}
+    for key, value in data.items():
+        values[key] = _convert(hints[key], value, f"{where}.{key}")
+    return cls(**values)
+
+
+def _convert(hint: Any, value: Any, where: str) -> Any:
+    """Nested dataclasses (also optional ones and lists of them) from their mappings."""
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, type(int | None)) else (hint,)
+    for option in options:
+        if dataclasses.is_dataclass(option) and value is not None:
+            return from_dict(option, value, where)
+        if typing.get_origin(option) is list and typing.get_args(option) and value is not None:
+            (item,) = typing.get_args(option)
+            if dataclasses.is_dataclass(item):
+                return [from_dict(item, entry, f"{where}[{i}]") for i, entry in enumerate(value)]
+    return value
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    """Read a training config from a YAML file."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    return from_dict(TrainConfig, data)
+
+
+def to_dict(config: TrainConfig) -> dict[str, Any]:
+    """The config as plain data (recorded with each run and checkpoint)."""
+    return dataclasses.asdict(config)

@@ -1,0 +1,270 @@
+"""Rollouts as token-in/token-out trajectories.
+
+An episode is one growing token sequence: the chat template's prompt, then for each turn
+the exact ids the model sampled (loss mask 1, sampled logprobs kept) followed by the chat
+template's delta for the environment's reply (loss mask 0). The sampler is always given
+the sequence so far as token ids, so what the model saw, what it sampled and what the
+trainer scores are the same ids: nothing the model sampled is ever decoded and encoded
+again (which can change ids, e.g. ``"u" "p"`` re-encoded as ``"up"``).
+
+Samplers: ``HFSampler`` generates in-process (``agentgym.generation.Generator``);
+``ServerSampler`` sends token-id prompts to ``/v1/completions`` of an OpenAI-compatible
+server (vLLM, ``agentgym serve-model``) and reads back the sampled ids and their logprobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import gymnasium as gym
+import httpx
+from transformers import PreTrainedTokenizerBase
+
+from agentgym.generation import Generator, SamplingParams
+from agentgym.wrappers.chat import ChatWrapper, Message
+
+#: Stands in for an assistant reply when rendering the chat template's delta.
+_REPLY_MARK = "\u2063AGENTGYM-REPLY\u2063"
+
+
+class ChatTokens:
+    """Token ids of a chat, built incrementally with a tokenizer's chat template."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, eos_token_ids: Sequence[int]) -> None:
+        self.tokenizer = tokenizer
+        self.eos_token_ids = set(eos_token_ids)
+
+    def prompt(self, messages: list[Message]) -> list[int]:
+        """The ids of the first prompt: the template with its generation prompt."""
+        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return self.tokenizer(text, add_special_tokens=False).input_ids
+
+    def delta(self, history: list[Message], sampled: Sequence[int], new_messages: list[Message]) -> list[int]:
+        """The ids that follow a sampled reply: its end of turn, ``new_messages``, the next generation prompt.
+
+        ``history`` is the chat before the reply. The template is rendered with a marker
+        as the reply, and everything after the marker is the delta; if the model already
+        sampled the end-of-turn token that the delta starts with, it is not repeated.
+        """
+        chat = [*history, {"role": "assistant", "content": _REPLY_MARK}, *new_messages]
+        text = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        after = text[text.rindex(_REPLY_MARK) + len(_REPLY_MARK) :]
+        if sampled and sampled[-1] in self.eos_token_ids:
+            ending = self.tokenizer.decode([sampled[-1]])
+            after = after.removeprefix(ending)
+        return self.tokenizer(after, add_special_tokens=False).input_ids
+
+
+@dataclass
+class Trajectory:
+    """One episode as tokens, with what the trainer needs.
+
+    ``loss_mask[i]`` is 1 where the model sampled ``token_ids[i]``; ``logprobs[i]`` is the
+    sampler's logprob there (0 elsewhere). ``turn_ends[t]`` is the index of turn ``t``'s
+    last sampled token, ``rewards[t]`` its reward, ``anchors[t]`` the observation it acted on.
+    """
+
+    env_id: str
+    task_id: int
+    group: int
+    token_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    turn_ends: list[int] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    anchors: list[str] = field(default_factory=list)
+    success: bool = False
+    score: float = 0.0
+    done: bool = False
+    truncated: bool = False
+
+    def extend(self, ids: Sequence[int], sampled: bool, logprobs: Sequence[float] | None = None) -> None:
+        """Append prompt/env ids (``sampled`` False) or the model's ids with their logprobs."""
+        self.token_ids.extend(ids)
+        self.loss_mask.extend([int(sampled)] * len(ids))
+        self.logprobs.extend(logprobs if logprobs is not None else [0.0] * len(ids))
+
+    @property
+    def turns(self) -> int:
+        return len(self.rewards)
+
+    @property
+    def episode_return(self) -> float:
+        return float(sum(self.rewards))
+
+
+@dataclass
+class Sample:
+    """What a sampler returns for one prompt."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+
+
+class Sampler(Protocol):
+    """Samples one continuation per token-id prompt."""
+
+    context_length: int | None
+
+    def sample(self, prompts: list[list[int]], seeds: list[int]) -> list[Sample]: ...
+
+
+class HFSampler:
+    """In-process sampling with a ``Generator`` over the model being trained."""
+
+    def __init__(self, generator: Generator, params: SamplingParams, max_batch_size: int) -> None:
+        self.generator = generator
+        self.params = params
+        self.max_batch_size = max_batch_size
+        self.context_length = generator.context_length
+
+    def sample(self, prompts: list[list[int]], seeds: list[int]) -> list[Sample]:
+        samples = []
+        for start in range(0, len(prompts), self.max_batch_size):
+            batch = prompts[start : start + self.max_batch_size]
+            params = [replace(self.params, seed=seed) for seed in seeds[start : start + len(batch)]]
+            for completion in self.generator.generate_tokens(batch, params):
+                samples.append(Sample(completion.token_ids, completion.logprobs))
+        return samples
+
+
+class ServerSampler:
+    """Token-id prompts to ``POST {base_url}/completions``; sampled ids and logprobs come back.
+
+    Sends vLLM's fields: a prompt of token ids, ``logprobs: 0`` (the sampled tokens' own
+    logprobs) and ``return_token_ids: true``; ``model`` is the LoRA adapter's name once
+    ``load_adapter`` has been called.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        params: SamplingParams,
+        context_length: int | None,
+        timeout_s: float = 600.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.params = params
+        self.context_length = context_length
+        self.timeout_s = timeout_s
+
+    def load_adapter(self, name: str, path: str) -> None:
+        """Hot-load a LoRA adapter under ``name`` (vLLM's ``/v1/load_lora_adapter``), replacing any old one."""
+        with httpx.Client(base_url=self.base_url, timeout=self.timeout_s) as client:
+            unloaded = client.post("/unload_lora_adapter", json={"lora_name": name})
+            if unloaded.status_code >= 400 and unloaded.status_code not in (400, 404):
+                raise RuntimeError(f"unloading adapter {name!r} failed: {unloaded.text[:300]}")
+            loaded = client.post("/load_lora_adapter", json={"lora_name": name, "lora_path": path})
+            if loaded.status_code >= 400:
+                raise RuntimeError(f"loading adapter {name!r} from {path} failed: {loaded.text[:300]}")
+        self.model = name
+
+    def sample(self, prompts: list[list[int]], seeds: list[int]) -> list[Sample]:
+        return asyncio.run(self._sample_all(prompts, seeds))
+
+    async def _sample_all(self, prompts: list[list[int]], seeds: list[int]) -> list[Sample]:
+        limits = httpx.Limits(max_connections=256)
+        async with httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout_s, limits=limits) as client:
+            return list(await asyncio.gather(*(self._sample(client, p, s) for p, s in zip(prompts, seeds))))
+
+    async def _sample(self, client: httpx.AsyncClient, prompt: list[int], seed: int) -> Sample:
+        body = {
+            "model": self.model,
+            "prompt": prompt,
+            "max_tokens": self.params.max_new_tokens,
+            "temperature": self.params.temperature,
+            "top_p": self.params.top_p,
+            "seed": seed,
+            "logprobs": 0,
+            "return_token_ids": True,
+        }
+        response = await client.post("/completions", json=body)
+        if response.status_code >= 400:
+            raise RuntimeError(f"{self.base_url}/completions: HTTP {response.status_code}: {response.text[:500]}")
+        choice = response.json()["choices"][0]
+        logprobs = choice["logprobs"]["token_logprobs"]
+        token_ids = choice.get("token_ids")
+        if token_ids is None:  # older vLLM: return_tokens_as_token_ids gives "token_id:N" strings
+            token_ids = [int(token.removeprefix("token_id:")) for token in choice["logprobs"]["tokens"]]
+        if len(token_ids) != len(logprobs):
+            raise RuntimeError("the server returned different numbers of token ids and logprobs")
+        return Sample(list(token_ids), [float(value) for value in logprobs])
+
+
+@dataclass
+class EpisodeSlot:
+    """A running episode: its env (wrapped for chat) and its trajectory so far."""
+
+    env: ChatWrapper
+    trajectory: Trajectory
+    seed: int
+    messages: list[Message] = field(default_factory=list)
+
+
+def play_episodes(
+    slots: list[EpisodeSlot],
+    sampler: Sampler,
+    chat_tokens: ChatTokens,
+    max_turns: int,
+    seed_of: Callable[[int, int], int],
+) -> list[Trajectory]:
+    """Play every slot's episode to its end, all turns of all episodes batched together.
+
+    ``seed_of(slot_index, turn)`` gives each sample's seed, so rollouts replay exactly.
+    An episode ends when the env terminates or truncates, after ``max_turns`` turns, or
+    when the model's context is full (truncated).
+    """
+    for slot in slots:
+        slot.messages, _ = slot.env.reset(seed=slot.seed, options={"task_id": slot.trajectory.task_id})
+        slot.trajectory.extend(chat_tokens.prompt(slot.messages), sampled=False)
+    for turn in range(max_turns):
+        active = [i for i, slot in enumerate(slots) if not slot.trajectory.done]
+        context = sampler.context_length
+        for i in list(active):
+            if context is not None and len(slots[i].trajectory.token_ids) >= context - 1:
+                slots[i].trajectory.done = slots[i].trajectory.truncated = True
+                active.remove(i)
+        if not active:
+            break
+        samples = sampler.sample([slots[i].trajectory.token_ids for i in active], [seed_of(i, turn) for i in active])
+        for i, sample in zip(active, samples):
+            _advance(slots[i], sample, chat_tokens, last_turn=turn == max_turns - 1)
+    return [slot.trajectory for slot in slots]
+
+
+def _advance(slot: EpisodeSlot, sample: Sample, chat_tokens: ChatTokens, last_turn: bool) -> None:
+    """Step the env with the decoded reply and append the sample and the env's reply as tokens."""
+    trajectory = slot.trajectory
+    reply = chat_tokens.tokenizer.decode(sample.token_ids, skip_special_tokens=True)
+    history = slot.env.transcript[:]
+    trajectory.anchors.append(history[-1]["content"])
+    trajectory.extend(sample.token_ids, sampled=True, logprobs=sample.logprobs)
+    trajectory.turn_ends.append(len(trajectory.token_ids) - 1)
+    slot.messages, reward, terminated, truncated, info = slot.env.step(reply)
+    trajectory.rewards.append(float(reward))
+    trajectory.success = bool(info.get("success", False))
+    trajectory.score = float(info.get("score", 0.0))
+    if terminated or truncated or last_turn:
+        trajectory.done = True
+        trajectory.truncated = not terminated
+        return
+    trajectory.extend(chat_tokens.delta(history, sample.token_ids, slot.env.transcript[-1:]), sampled=False)
+
+
+def make_slots(envs: list[ChatWrapper], tasks: list[tuple[str, int, int]], rng: random.Random) -> list[EpisodeSlot]:
+    """Pair envs with (env id, task id, group) triples; each episode gets a seed from ``rng``."""
+    return [
+        EpisodeSlot(env, Trajectory(env_id, task_id, group), rng.getrandbits(31))
+        for env, (env_id, task_id, group) in zip(envs, tasks)
+    ]
+
+
+def chat_env(env_id: str, kwargs: dict[str, Any], system_prompt: str | None) -> ChatWrapper:
+    """A training env: ``gym.make`` wrapped for chat, with the whole history kept."""
+    return ChatWrapper(gym.make(env_id, **kwargs), system_prompt)

@@ -1,0 +1,506 @@
+"""The training loop: rollout -> advantages -> clipped policy-gradient update, repeated.
+
+Read top to bottom: ``Trainer.__init__`` loads the model (LoRA or full), the optional value
+head and reference, and the sampler; ``step`` plays one iteration's groups of episodes
+(``rollout``), turns rewards into per-token advantages (``advantages``), and updates the
+model (``update``); ``train`` repeats it with evaluation, logging and checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import random
+import shutil
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from agentgym.generation import Batcher, Generator, Request, SamplingParams
+from agentgym.policies.base import Episode, Message, Policy, Reply
+from agentgym.registry import env_info
+from agentgym.runner import EvalItem, run_eval, stable_seed
+from agentgym.train.advantages import gae, gigpo_advantages, grpo_advantages, whiten
+from agentgym.train.config import TrainConfig, to_dict
+from agentgym.train.loss import aggregate, clipped_policy_loss, kl_k3, token_logprobs_and_entropy, value_loss
+from agentgym.train.rollout import (
+    ChatTokens,
+    HFSampler,
+    Sampler,
+    ServerSampler,
+    Trajectory,
+    chat_env,
+    make_slots,
+    play_episodes,
+)
+from agentgym.wrappers.chat import ChatWrapper
+
+
+def pick_device(device: str) -> torch.device:
+    """``auto`` is CUDA when available, else CPU."""
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
+
+
+class Trainer:
+    """GRPO / PPO / GiGPO for multi-turn agents on agentgym envs (see ``TrainConfig``)."""
+
+    def __init__(self, config: TrainConfig) -> None:
+        self.config = config
+        self.algorithm = config.algorithm
+        self.out = Path(config.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        torch.manual_seed(config.seed)
+        self.device = pick_device(config.model.device)
+        dtype = config.model.dtype or ("float32" if self.device.type == "cpu" else "bfloat16")
+
+        # The policy: a causal LM, with a LoRA adapter (peft) or fully trainable.
+        self.tokenizer = AutoTokenizer.from_pretrained(config.model.path)
+        model = AutoModelForCausalLM.from_pretrained(config.model.path, dtype=getattr(torch, dtype)).to(self.device)
+        if config.model.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+            model.enable_input_require_grads()
+        if config.model.lora is not None:
+            from peft import LoraConfig, get_peft_model
+
+            lora = config.model.lora
+            model = get_peft_model(
+                model,
+                LoraConfig(
+                    r=lora.r,
+                    lora_alpha=lora.alpha,
+                    lora_dropout=lora.dropout,
+                    target_modules=lora.target_modules,
+                    task_type="CAUSAL_LM",
+                ),
+            )
+        self.model = model
+        # PPO's critic: a linear value head on the policy's last hidden state.
+        self.value_head: nn.Linear | None = None
+        if self.algorithm.name == "ppo":
+            self.value_head = nn.Linear(model.config.hidden_size, 1).to(self.device)
+            nn.init.zeros_(self.value_head.weight)
+            nn.init.zeros_(self.value_head.bias)
+        # The KL reference: the base model (the adapter switched off under LoRA); none at weight 0.
+        self.reference: nn.Module | None = None
+        if self.algorithm.kl_weight > 0 and config.model.lora is None:
+            reference = AutoModelForCausalLM.from_pretrained(config.model.path, dtype=getattr(torch, dtype))
+            self.reference = reference.to(self.device).eval().requires_grad_(False)
+        parameters = [p for p in self.model.parameters() if p.requires_grad]
+        if self.value_head is not None:
+            parameters += list(self.value_head.parameters())
+        self.optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=config.weight_decay)
+
+        # The sampler: in-process generation, or a server that hot-loads our adapter.
+        self.generator = Generator(self.model, self.tokenizer)
+        self.chat_tokens = ChatTokens(self.tokenizer, sorted(self.generator.eos_token_ids))
+        rollout = config.rollout
+        params = SamplingParams(
+            temperature=rollout.temperature, top_p=rollout.top_p, max_new_tokens=rollout.max_new_tokens
+        )
+        self.sampler: Sampler
+        if rollout.backend == "hf":
+            self.sampler = HFSampler(self.generator, params, rollout.max_batch_size)
+        else:
+            served = Path(config.model.path).name
+            self.sampler = ServerSampler(
+                rollout.base_url, served, params, self.generator.context_length, rollout.timeout_s
+            )
+        self.envs: list[list[ChatWrapper]] = [[] for _ in config.envs]
+        self.iteration = 0
+        self.metrics = MetricsLog(self.out, config.tensorboard, config.wandb_project, to_dict(config))
+        (self.out / "config.json").write_text(json.dumps(to_dict(config), indent=2), encoding="utf-8")
+
+    # ----------------------------------------------------------------------------- rollout
+    def rollout(self) -> list[Trajectory]:
+        """Play ``groups_per_iteration`` groups of ``group_size`` episodes; one task per group."""
+        config, iteration = self.config, self.iteration
+        rng = random.Random(stable_seed(config.seed, "rollout", iteration))
+        tasks, envs = [], []
+        used = [0] * len(config.envs)
+        for group in range(config.groups_per_iteration):
+            which = group % len(config.envs)
+            env_config = config.envs[which]
+            task_id = rng.choice(env_info(env_config.id).splits.ids(env_config.split))
+            for _ in range(self.algorithm.group_size):
+                if used[which] == len(self.envs[which]):
+                    self.envs[which].append(chat_env(env_config.id, env_config.kwargs, config.rollout.system_prompt))
+                envs.append(self.envs[which][used[which]])
+                used[which] += 1
+                tasks.append((env_config.id, task_id, group))
+        if isinstance(self.sampler, ServerSampler) and iteration > 0:
+            self.sampler.load_adapter(config.rollout.adapter_name, str(self._save_adapter()))
+        self.model.eval()
+        return play_episodes(
+            make_slots(envs, tasks, rng),
+            self.sampler,
+            self.chat_tokens,
+            config.rollout.turns_at(iteration),
+            lambda slot, turn: stable_seed(config.seed, iteration, slot, turn),
+        )
+
+    # -------------------------------------------------------------------------- advantages
+    def advantages(
+        self, trajectories: list[Trajectory], values: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-token advantages (and PPO returns), shaped like the padded batch."""
+        algorithm = self.algorithm
+        length = max(len(t.token_ids) for t in trajectories)
+        advantages = torch.zeros(len(trajectories), length)
+        returns = torch.zeros(len(trajectories), length)
+        groups = [t.group for t in trajectories]
+        if algorithm.name == "grpo":
+            episode = grpo_advantages(
+                torch.tensor([t.episode_return for t in trajectories]), groups, algorithm.std_normalize
+            )
+            turn_advantages = [[float(episode[i])] * t.turns for i, t in enumerate(trajectories)]
+        elif algorithm.name == "gigpo":
+            turn_advantages = gigpo_advantages(
+                [t.rewards for t in trajectories],
+                [t.anchors for t in trajectories],
+                groups,
+                gamma=algorithm.gamma,
+                step_weight=algorithm.step_weight,
+                std_normalize=algorithm.std_normalize,
+            )
+        else:  # ppo: GAE over each episode's model tokens, rewards on each turn's last token
+            assert values is not None
+            model_tokens = torch.zeros(len(trajectories), length, dtype=torch.bool)
+            for i, t in enumerate(trajectories):
+                positions = torch.tensor([k for k, m in enumerate(t.loss_mask) if m])
+                token_rewards = torch.zeros(len(positions))
+                ends = {end: reward for end, reward in zip(t.turn_ends, t.rewards)}
+                for k, position in enumerate(positions.tolist()):
+                    token_rewards[k] = ends.get(position, 0.0)
+                token_advantages, token_returns = gae(
+                    token_rewards, values[i, positions], algorithm.gamma, algorithm.lam
+                )
+                advantages[i, positions] = token_advantages
+                returns[i, positions] = token_returns
+                model_tokens[i, positions] = True
+            if algorithm.std_normalize:  # whiten over the batch's model tokens (CleanRL's norm_adv)
+                advantages[model_tokens] = whiten(advantages[model_tokens])
+            return advantages, returns
+        for i, t in enumerate(trajectories):
+            start = 0
+            for end, advantage in zip(t.turn_ends, turn_advantages[i]):
+                advantages[i, start : end + 1] = advantage  # only the turn's sampled tokens are in the loss
+                start = end + 1
+        return advantages, returns
+
+    # ------------------------------------------------------------------------------ update
+    def forward(self, token_ids: torch.Tensor, attention: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Token logprobs, entropies and (PPO) values for a padded batch."""
+        output = self.model(
+            input_ids=token_ids, attention_mask=attention, output_hidden_states=self.value_head is not None
+        )
+        logprobs, entropy = token_logprobs_and_entropy(output.logits, token_ids)
+        values = torch.zeros_like(logprobs)
+        if self.value_head is not None:
+            # The value of the state before token k comes from the hidden state at k - 1.
+            hidden = output.hidden_states[-1].float()
+            values = torch.cat([values[:, :1], self.value_head(hidden)[:, :-1, 0]], dim=1)
+        return logprobs, entropy, values
+
+    def reference_logprobs(self, token_ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+        """Token logprobs under the reference (the base model with the adapter switched off under LoRA)."""
+        if self.reference is not None:
+            logits = self.reference(input_ids=token_ids, attention_mask=attention).logits
+        else:
+            with self.model.disable_adapter():
+                logits = self.model(input_ids=token_ids, attention_mask=attention).logits
+        return token_logprobs_and_entropy(logits, token_ids)[0]
+
+    def update(self, trajectories: list[Trajectory]) -> dict[str, float]:
+        """``epochs`` passes of minibatch updates on the iteration's trajectories."""
+        config, algorithm = self.config, self.algorithm
+        token_ids, attention, mask, sampler_logprobs = collate(trajectories, self.tokenizer.pad_token_id or 0)
+        chunks = [
+            list(range(i, min(i + config.minibatch_size, len(trajectories))))
+            for i in range(0, len(trajectories), config.minibatch_size)
+        ]
+        # Before updating: the trainer's own logprobs ("old"), the critic's values, the reference.
+        old_logprobs, old_values, ref_logprobs = (torch.zeros_like(sampler_logprobs) for _ in range(3))
+        with torch.no_grad():
+            self.model.eval()
+            for rows in chunks:
+                ids, att = token_ids[rows].to(self.device), attention[rows].to(self.device)
+                logprobs, _, values = self.forward(ids, att)
+                old_logprobs[rows], old_values[rows] = logprobs.cpu(), values.cpu()
+                if algorithm.kl_weight > 0:
+                    ref_logprobs[rows] = self.reference_logprobs(ids, att).cpu()
+        advantages, returns = self.advantages(trajectories, old_values)
+        mismatch = (old_logprobs - sampler_logprobs).abs()
+        stats: dict[str, list[float]] = defaultdict(list)
+        stats["logprob_mismatch_mean"].append(aggregate(mismatch, mask, "token").item())
+        stats["logprob_mismatch_max"].append((mismatch * mask).max().item())
+        order = random.Random(stable_seed(config.seed, "minibatches", self.iteration))
+        self.model.train()
+        for _ in range(config.epochs):
+            rows_order = list(range(len(trajectories)))
+            order.shuffle(rows_order)
+            for start in range(0, len(rows_order), config.minibatch_size):
+                rows = rows_order[start : start + config.minibatch_size]
+                batch_mask = mask[rows].to(self.device)
+                logprobs, entropy, values = self.forward(
+                    token_ids[rows].to(self.device), attention[rows].to(self.device)
+                )
+                how = algorithm.loss_aggregation
+                loss, clip = clipped_policy_loss(
+                    logprobs,
+                    old_logprobs[rows].to(self.device),
+                    advantages[rows].to(self.device),
+                    batch_mask,
+                    algorithm.clip_low,
+                    algorithm.clip_high,
+                    how,
+                )
+                entropy_mean = aggregate(entropy, batch_mask, how)
+                loss = loss - algorithm.entropy_weight * entropy_mean
+                if algorithm.kl_weight > 0:
+                    kl = aggregate(kl_k3(logprobs, ref_logprobs[rows].to(self.device)), batch_mask, how)
+                    loss = loss + algorithm.kl_weight * kl
+                    stats["kl"].append(kl.item())
+                if self.value_head is not None:
+                    critic = value_loss(values, returns[rows].to(self.device), batch_mask, how)
+                    loss = loss + algorithm.value_weight * critic
+                    stats["value_loss"].append(critic.item())
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                trainable = [p for group in self.optimizer.param_groups for p in group["params"]]
+                grad_norm = torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
+                self.optimizer.step()
+                stats["loss"].append(loss.item())
+                stats["entropy"].append(entropy_mean.item())
+                stats["clip_fraction"].append(clip["clip_fraction"])
+                stats["grad_norm"].append(float(grad_norm))
+        self.model.eval()
+        stats["advantage_abs_mean"].append(aggregate(advantages.abs(), mask, "token").item())
+        return {key: sum(values) / len(values) for key, values in stats.items()}
+
+    # -------------------------------------------------------------------------------- loop
+    def step(self) -> dict[str, float]:
+        """One iteration: rollout, advantages, update; returns its metrics."""
+        clock = time.perf_counter()
+        trajectories = self.rollout()
+        rolled = time.perf_counter()
+        metrics = self.update(trajectories)
+        metrics |= {
+            "iteration": self.iteration,
+            "max_turns": self.config.rollout.turns_at(self.iteration),
+            "success_rate": sum(t.success for t in trajectories) / len(trajectories),
+            "score_mean": sum(t.score for t in trajectories) / len(trajectories),
+            "return_mean": sum(t.episode_return for t in trajectories) / len(trajectories),
+            "turns_mean": sum(t.turns for t in trajectories) / len(trajectories),
+            "model_tokens": sum(sum(t.loss_mask) for t in trajectories),
+            "sequence_tokens_mean": sum(len(t.token_ids) for t in trajectories) / len(trajectories),
+            "rollout_s": rolled - clock,
+            "update_s": time.perf_counter() - rolled,
+        }
+        self.iteration += 1
+        return metrics
+
+    def train(self, on_iteration: Callable[[dict[str, float]], None] | None = None) -> None:
+        """Run iterations until ``config.iterations``, evaluating, logging and checkpointing.
+
+        ``on_iteration(metrics)`` is called after each iteration (e.g. to print progress).
+        """
+        config = self.config
+        while self.iteration < config.iterations:
+            metrics = self.step()
+            if config.eval_every and self.iteration % config.eval_every == 0:
+                metrics |= self.evaluate()
+            self.metrics.write(metrics, self.iteration)
+            if on_iteration is not None:
+                on_iteration(metrics)
+            if self.iteration % config.checkpoint_every == 0 or self.iteration == config.iterations:
+                self.save_checkpoint()
+
+    def evaluate(self, temperature: float = 0.0) -> dict[str, float]:
+        """Episodes on ``eval_split`` through the runner, greedy unless ``temperature`` > 0.
+
+        Results go to ``out/eval/iteration-N`` (``iteration-N-temperature-T`` when sampling);
+        sampled episodes draw from seeds derived from the episode's seed, so they replay exactly.
+        """
+        config = self.config
+        items = [
+            EvalItem(
+                env.id, config.eval_episodes, config.eval_split, config.rollout.turns_at(self.iteration), env.kwargs
+            )
+            for env in config.envs
+        ]
+        records: list[dict[str, Any]] = []
+        name = f"iteration-{self.iteration:06d}" + (f"-temperature-{temperature:g}" if temperature > 0 else "")
+
+        async def run() -> None:
+            policy = self._eval_policy(temperature)
+            try:
+                await run_eval(
+                    "trainer",
+                    policy,
+                    items,
+                    self.out / "eval" / name,
+                    seed=config.seed,
+                    concurrency=config.eval_concurrency,
+                    system_prompt=config.rollout.system_prompt,
+                    on_episode=records.append,
+                )
+            finally:
+                await policy.aclose()
+
+        asyncio.run(run())
+        ok = [record for record in records if record["status"] == "ok"]
+        return {
+            "eval_success_rate": sum(r["success"] for r in ok) / max(len(ok), 1),
+            "eval_score_mean": sum(r["score"] for r in ok) / max(len(ok), 1),
+            "eval_errors": len(records) - len(ok),
+        }
+
+    def _eval_policy(self, temperature: float) -> Policy:
+        rollout = self.config.rollout
+        if isinstance(self.sampler, ServerSampler):
+            from agentgym.policies.openai_compat import OpenAIPolicy
+
+            if self.iteration > 0:
+                self.sampler.load_adapter(rollout.adapter_name, str(self._save_adapter()))
+            return OpenAIPolicy(
+                self.sampler.model, rollout.base_url, temperature=temperature, max_tokens=rollout.max_new_tokens
+            )
+        params = SamplingParams(temperature=temperature, max_new_tokens=rollout.max_new_tokens)
+        return GeneratorPolicy(self.generator, params)
+
+    # ------------------------------------------------------------------------ checkpoints
+    def _save_adapter(self) -> Path:
+        """Save the current adapter for the server to load; older copies are removed."""
+        folder = self.out / "adapters" / f"iteration-{self.iteration:06d}"
+        if not folder.exists():
+            self.model.save_pretrained(folder)
+        for old in sorted((self.out / "adapters").iterdir())[:-2]:
+            shutil.rmtree(old, ignore_errors=True)
+        return folder.resolve()
+
+    def save_checkpoint(self) -> Path:
+        """Write ``out/checkpoints/iteration-N``: the model (adapter or full) for serving, and the state to resume."""
+        folder = self.out / "checkpoints" / f"iteration-{self.iteration:06d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(folder / "model")
+        self.tokenizer.save_pretrained(folder / "model")
+        trainable = {name: p.detach().cpu() for name, p in self.model.named_parameters() if p.requires_grad}
+        state = {
+            "iteration": self.iteration,
+            "model": trainable,
+            "value_head": self.value_head.state_dict() if self.value_head is not None else None,
+            "optimizer": self.optimizer.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+        }
+        torch.save(state, folder / "trainer_state.pt")
+        (folder / "config.json").write_text(json.dumps(to_dict(self.config), indent=2), encoding="utf-8")
+        return folder
+
+    def load_checkpoint(self, folder: Path | None = None) -> bool:
+        """Resume from ``folder`` (default: the latest checkpoint in ``out``); False if there is none."""
+        if folder is None:
+            found = sorted((self.out / "checkpoints").glob("iteration-*"))
+            if not found:
+                return False
+            folder = found[-1]
+        state = torch.load(folder / "trainer_state.pt", map_location=self.device, weights_only=False)
+        missing = set(state["model"]) - {name for name, _ in self.model.named_parameters()}
+        if missing:
+            raise ValueError(f"the checkpoint does not fit the model: unknown parameters {sorted(missing)[:3]}")
+        self.model.load_state_dict(state["model"], strict=False)
+        if self.value_head is not None and state["value_head"] is not None:
+            self.value_head.load_state_dict(state["value_head"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["torch_rng"])
+        self.iteration = state["iteration"]
+        return True
+
+    def close(self) -> None:
+        """Close the envs and the metric writers."""
+        for envs in self.envs:
+            for env in envs:
+                with contextlib.suppress(Exception):
+                    env.close()
+        self.metrics.close()
+
+
+def collate(trajectories: list[Trajectory], pad_id: int) -> tuple[torch.Tensor, ...]:
+    """Right-padded ``token_ids``, attention mask, loss mask and sampler logprobs."""
+    length = max(len(t.token_ids) for t in trajectories)
+    token_ids = torch.full((len(trajectories), length), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(trajectories), length), dtype=torch.long)
+    mask = torch.zeros((len(trajectories), length))
+    logprobs = torch.zeros((len(trajectories), length))
+    for i, t in enumerate(trajectories):
+        n = len(t.token_ids)
+        token_ids[i, :n] = torch.tensor(t.token_ids)
+        attention[i, :n] = 1
+        mask[i, :n] = torch.tensor(t.loss_mask, dtype=torch.float)
+        logprobs[i, :n] = torch.tensor(t.logprobs)
+    return token_ids, attention, mask, logprobs
+
+
+class GeneratorPolicy(Policy):
+    """The model being trained as a runner policy (in-process, batched), for periodic evaluation."""
+
+    name = "trainer"
+
+    def __init__(self, generator: Generator, params: SamplingParams) -> None:
+        self.batcher = Batcher(generator)
+        self.params = params
+
+    async def act(self, messages: list[Message], episode: Episode) -> Reply:
+        # A seed per episode and turn: sampling replays exactly, and turns do not share their random draws.
+        params = replace(self.params, seed=stable_seed(episode.seed, len(messages)))
+        completion = await self.batcher.submit(Request(messages, params))
+        return Reply(completion.text, completion.prompt_tokens, completion.completion_tokens)
+
+    async def aclose(self) -> None:
+        await self.batcher.aclose()
+
+
+class MetricsLog:
+    """Metrics per iteration to ``metrics.jsonl``, and to TensorBoard and W&B where enabled."""
+
+    def __init__(self, out: Path, tensorboard: bool, wandb_project: str | None, config: dict[str, Any]) -> None:
+        self.file = (out / "metrics.jsonl").open("a", encoding="utf-8")
+        self.writer = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(str(out / "tensorboard"))
+        self.wandb = None
+        if wandb_project:
+            import wandb
+
+            self.wandb = wandb.init(project=wandb_project, config=config, dir=str(out))
+
+    def write(self, metrics: dict[str, float], step: int) -> None:
+        clean = {key: value for key, value in metrics.items() if not (isinstance(value, float) and math.isnan(value))}
+        self.file.write(json.dumps(clean) + "\n")
+        self.file.flush()
+        if self.writer is not None:
+            for key, value in clean.items():
+                self.writer.add_scalar(f"train/{key}", value, step)
+        if self.wandb is not None:
+            self.wandb.log(clean, step=step)
+
+    def close(self) -> None:
+        if not self.file.closed:
+            self.file.close()
+        if self.writer is not None:
+            self.writer.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+            self.wandb = None

@@ -1,0 +1,166 @@
+"""``agentgym train`` end to end, 2 iterations on a tiny model: in-process (PPO), and against
+``serve-model``'s app (GiGPO) with LoRA hot-loading; and checkpoint + resume giving the same next step."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+import httpx  # noqa: E402
+import uvicorn  # noqa: E402
+import yaml  # noqa: E402
+
+from agentgym.generation import Generator  # noqa: E402
+from agentgym.serve_model import create_app  # noqa: E402
+from agentgym.train.cli import main  # noqa: E402
+from agentgym.train.config import TrainConfig, from_dict, load_config  # noqa: E402
+from agentgym.train.trainer import Trainer  # noqa: E402
+
+CONFIGS = Path(__file__).resolve().parent.parent / "agentgym" / "train" / "configs"
+
+
+def tiny_config(model: Path, out: Path, **overrides: object) -> dict:
+    config = {
+        "model": {"path": str(model), "device": "cpu", "lora": {"r": 4, "alpha": 8}},
+        "envs": [{"id": "FrozenLake-v0", "kwargs": {"size": 2}}],
+        "algorithm": {"name": "grpo", "group_size": 2},
+        "rollout": {"max_new_tokens": 4, "max_turns": [[0, 1], [1, 2]], "system_prompt": "Reply with one move."},
+        "out": str(out),
+        "iterations": 2,
+        "groups_per_iteration": 2,
+        "minibatch_size": 2,
+        "learning_rate": 0.01,
+        "checkpoint_every": 1,
+        "tensorboard": False,
+    }
+    for key, value in overrides.items():
+        config[key] = value if not isinstance(value, dict) else config.get(key, {}) | value
+    return config
+
+
+def write(config: dict, path: Path) -> Path:
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def metrics(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def in_process_run(tiny_model_with_long_context_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``agentgym train`` in-process: 2 iterations of PPO with KL and LoRA, a checkpoint after each; its folder."""
+    folder = tmp_path_factory.mktemp("train")
+    config = tiny_config(
+        tiny_model_with_long_context_path,
+        folder / "run",
+        algorithm={"name": "ppo", "kl_weight": 0.1, "clip_high": 0.28},
+        eval_every=2,
+        eval_episodes=2,
+        tensorboard=True,
+    )
+    assert main([str(write(config, folder / "config.yaml"))]) == 0
+    return folder
+
+
+def test_agentgym_train_in_process(in_process_run: Path) -> None:
+    run = in_process_run / "run"
+    rows = metrics(run)
+    assert [row["iteration"] for row in rows] == [0, 1]
+    assert [row["max_turns"] for row in rows] == [1, 2]  # the horizon schedule
+    assert all(row["model_tokens"] > 0 and "value_loss" in row and "kl" in row for row in rows)
+    assert rows[0]["logprob_mismatch_mean"] < 1e-3  # sampler and trainer score the same ids alike
+    assert "eval_success_rate" in rows[1] and (run / "eval" / "iteration-000002").is_dir()
+    assert (run / "checkpoints" / "iteration-000002" / "model" / "adapter_config.json").is_file()
+    assert any((run / "tensorboard").iterdir())
+
+
+def test_resume_from_a_checkpoint_gives_the_same_next_step(in_process_run: Path) -> None:
+    """From the run's first checkpoint, one step reproduces the run's second: loss, weights, value head."""
+    config = load_config(in_process_run / "config.yaml")
+    config.out, config.tensorboard = str(in_process_run / "resumed"), False
+    resumed = Trainer(config)
+    try:
+        assert resumed.load_checkpoint(in_process_run / "run" / "checkpoints" / "iteration-000001")
+        assert resumed.iteration == 1
+        got = resumed.step()
+    finally:
+        resumed.close()
+    expected = metrics(in_process_run / "run")[1]
+    assert got["loss"] == pytest.approx(expected["loss"], abs=1e-6)
+    assert got["success_rate"] == expected["success_rate"]
+    straight = torch.load(in_process_run / "run" / "checkpoints" / "iteration-000002" / "trainer_state.pt")
+    for name, parameter in resumed.model.named_parameters():
+        if parameter.requires_grad:
+            assert torch.allclose(parameter, straight["model"][name], atol=1e-6), name
+    for name, value in resumed.value_head.state_dict().items():
+        assert torch.allclose(value, straight["value_head"][name], atol=1e-6), name
+
+
+@pytest.fixture
+def model_server(tiny_model_with_long_context_path: Path) -> Iterator[str]:
+    """``serve-model``'s app for the tiny model on a free loopback port, in a thread; yields its base URL."""
+    generator = Generator.from_pretrained(tiny_model_with_long_context_path, device="cpu")
+    app = create_app(generator, tiny_model_with_long_context_path.name)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    server.should_exit = True
+    thread.join(timeout=30)
+    sock.close()
+
+
+def test_agentgym_train_against_serve_model_with_lora_hot_loading(
+    tiny_model_with_long_context_path: Path, model_server: str, tmp_path: Path
+) -> None:
+    config = tiny_config(
+        tiny_model_with_long_context_path,
+        tmp_path / "run",
+        algorithm={"name": "gigpo"},
+        rollout={"backend": "openai", "base_url": model_server, "adapter_name": "policy"},
+        eval_every=2,
+        eval_episodes=2,
+        checkpoint_every=2,
+    )
+    assert main([str(write(config, tmp_path / "config.yaml"))]) == 0
+    rows = metrics(tmp_path / "run")
+    assert [row["iteration"] for row in rows] == [0, 1] and all(row["model_tokens"] > 0 for row in rows)
+    # The adapter was hot-loaded after the update and served the second rollout and the evaluation.
+    served = [entry["id"] for entry in httpx.get(model_server + "/models").json()["data"]]
+    assert "policy" in served
+    assert rows[1]["logprob_mismatch_mean"] < 1e-3  # the server sampled with the updated adapter
+    assert "eval_success_rate" in rows[1]
+
+
+def test_configs_load_and_reject_unknown_keys(tmp_path: Path) -> None:
+    shipped = sorted(CONFIGS.glob("*.yaml"))
+    assert len(shipped) >= 3
+    for path in shipped:
+        config = load_config(path)
+        assert config.envs and config.model.path
+    bad = write(
+        {"model": {"path": "m"}, "envs": [{"id": "Maze-v0"}], "algorithm": {"nmae": "ppo"}}, tmp_path / "b.yaml"
+    )
+    with pytest.raises(ValueError, match="nmae"):
+        load_config(bad)
+    assert main([str(bad)]) == 2
+    schedule = from_dict(TrainConfig, {"model": {"path": "m"}, "envs": [{"id": "Maze-v0"}]}).rollout
+    schedule.max_turns = [[0, 3], [10, 5], [20, 8]]
+    assert [schedule.turns_at(i) for i in (0, 9, 10, 25)] == [3, 3, 5, 8]
