@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import gymnasium as gym
 import pytest
-from episodes import play_oracle
+from episodes import play_oracle, sampled
 from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,18 +20,6 @@ import agentgym
 from agentgym.core import TextEnv, observation_text
 
 ENV_IDS = [info.id for info in agentgym.list_envs()]
-#: Families with one id per task page (MiniWoB++'s 130) play the per-episode checks below on every
-#: n-th id only; check_env, metadata and the first observation are checked on all their ids.
-SAMPLED_FAMILIES: dict[str, int] = {"miniwob": 13}
-
-
-def sampled(env_ids: list[str]) -> list[str]:
-    by_family: dict[str, list[str]] = {}
-    for env_id in env_ids:
-        by_family.setdefault(agentgym.env_info(env_id).family, []).append(env_id)
-    return [env_id for family, ids in by_family.items() for env_id in ids[:: SAMPLED_FAMILIES.get(family, 1)]]
-
-
 EPISODE_IDS = sampled(ENV_IDS)
 #: Single-agent views of games: their oracle is a strong player, not a solver that always wins.
 PUZZLE_IDS = [env_id for env_id in EPISODE_IDS if agentgym.env_info(env_id).family != "multiagent"]
@@ -39,7 +27,15 @@ GAME_IDS = [env_id for env_id in EPISODE_IDS if agentgym.env_info(env_id).family
 ORACLE_TASKS = 200
 #: Families whose episodes are slow (a JVM, a browser, a desktop) play fewer oracle tasks here
 #: (the number given) and fewer fuzz examples; their own tests and benchmarks go further.
-SLOW_FAMILIES: dict[str, int] = {"alfworld": 8, "babyai": 60, "desktop": 8, "miniwob": 10, "scienceworld": 20, "textworld": 4, "web": 6}
+SLOW_FAMILIES: dict[str, int] = {
+    "alfworld": 8,
+    "babyai": 60,
+    "desktop": 8,
+    "miniwob": 10,
+    "scienceworld": 20,
+    "textworld": 4,
+    "web": 6,
+}
 SLOW_FUZZ_EXAMPLES = 8
 FAST_IDS = [env_id for env_id in EPISODE_IDS if agentgym.env_info(env_id).family not in SLOW_FAMILIES]
 SLOW_IDS = [env_id for env_id in EPISODE_IDS if agentgym.env_info(env_id).family in SLOW_FAMILIES]

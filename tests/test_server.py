@@ -18,6 +18,7 @@ import httpx
 import numpy as np
 import pytest
 import uvicorn
+from episodes import sampled
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 
@@ -195,7 +196,7 @@ def every_env_url() -> Iterator[str]:
         yield address
 
 
-@pytest.mark.parametrize("env_id", [info.id for info in agentgym.list_envs()])
+@pytest.mark.parametrize("env_id", sampled([info.id for info in agentgym.list_envs()]))
 def test_every_registered_env_plays_the_same_episode_remotely(every_env_url: str, env_id: str) -> None:
     runs = []
     for env in (gym.make(env_id), RemoteEnv(every_env_url, env_id)):
