@@ -13,9 +13,9 @@ import agentgym
 pytestmark = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
 pytest.importorskip("miniwob")
 
+from agentgym.environments.miniwob import TASK_TIME_LIMITS_MS  # noqa: E402
 from agentgym.environments.miniwob.env import MiniWoBEnv  # noqa: E402
 from agentgym.environments.miniwob.oracles import ORACLES  # noqa: E402
-from agentgym.environments.miniwob import TASK_TIME_LIMITS_MS  # noqa: E402
 
 #: Seeds per oracle task here; ``AGENTGYM_MINIWOB_SEEDS=20`` runs the full check.
 SEEDS = int(os.environ.get("AGENTGYM_MINIWOB_SEEDS", "2"))

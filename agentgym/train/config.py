@@ -44,7 +44,14 @@ class ModelConfig:
 
 @dataclass
 class EnvConfig:
-    """One training env: its id, the split its tasks are drawn from, ``gym.make`` kwargs."""
+    """One training env: its id, the split its tasks are drawn from, ``gym.make`` kwargs.
+
+    ``kwargs`` may name a backend like any ``gym.make`` call: ``{backend: ray}`` runs each
+    of the trainer's envs of this id in a Ray actor on the cluster at ``ray_address`` (else
+    ``$RAY_ADDRESS``, else a new local instance), with ``ray_options`` merged over the
+    family's actor options (see :mod:`agentgym.ray_backend`); the trajectories are the
+    same as with local envs.
+    """
 
     id: str = ""
     split: Literal["train", "dev", "test"] = "train"
@@ -87,6 +94,10 @@ class RolloutConfig:
     or ``agentgym serve-model``) and hot-loads the LoRA adapter after each update
     (needs ``model.lora``). ``max_turns`` is the horizon schedule: ``[[iteration, turns], ...]``,
     each entry applying from its iteration on (ScalingInter-RL style growth).
+    ``env_workers``: threads that reset and step the envs of one turn concurrently, for
+    envs that wait on something (remote backends such as ``kwargs: {backend: ray}``,
+    browsers, JVMs); pure-Python local envs (``metadata["inline_safe"]``) are stepped one
+    after another on the trainer's thread whatever its value; 1: every env in turn.
     """
 
     backend: Literal["hf", "openai"] = "hf"
@@ -99,6 +110,7 @@ class RolloutConfig:
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
     max_turns: list[list[int]] = field(default_factory=lambda: [[0, 10]])
     timeout_s: float = 600.0
+    env_workers: int = 32
 
     def turns_at(self, iteration: int) -> int:
         """The turn limit that applies at ``iteration``."""
@@ -150,6 +162,8 @@ class TrainConfig:
             raise ValueError("group_size, groups_per_iteration and minibatch_size must be >= 1")
         if self.rollout.backend == "openai" and self.model.lora is None:
             raise ValueError("the openai rollout backend hot-loads LoRA adapters: set model.lora")
+        if self.rollout.env_workers < 1:
+            raise ValueError("rollout.env_workers must be >= 1")
         if not self.rollout.max_turns or any(len(entry) != 2 for entry in self.rollout.max_turns):
             raise ValueError("rollout.max_turns must be a list of [iteration, turns] pairs")
 

@@ -15,10 +15,13 @@ server (vLLM, ``agentgym serve-model``) and reads back the sampled ids and their
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from functools import partial
+from typing import Any, Protocol, TypeVar
 
 import gymnasium as gym
 import httpx
@@ -29,6 +32,7 @@ from agentgym.wrappers.chat import ChatWrapper, Message
 
 #: Stands in for an assistant reply when rendering the chat template's delta.
 _REPLY_MARK = "\u2063AGENTGYM-REPLY\u2063"
+_T = TypeVar("_T")
 
 
 class ChatTokens:
@@ -213,40 +217,75 @@ def play_episodes(
     chat_tokens: ChatTokens,
     max_turns: int,
     seed_of: Callable[[int, int], int],
+    env_workers: int = 1,
 ) -> list[Trajectory]:
     """Play every slot's episode to its end, all turns of all episodes batched together.
 
     ``seed_of(slot_index, turn)`` gives each sample's seed, so rollouts replay exactly.
     An episode ends when the env terminates or truncates, after ``max_turns`` turns, or
-    when the model's context is full (truncated).
+    when the model's context is full (truncated). With ``env_workers`` > 1, the resets and
+    steps of one turn run concurrently in that many threads for envs that wait on something
+    (remote backends such as Ray actors, browsers, JVMs: see :func:`steps_inline`); the
+    others are stepped one after another on this thread. Either way the trajectories are the same.
     """
-    for slot in slots:
-        slot.messages, _ = slot.env.reset(seed=slot.seed, options={"task_id": slot.trajectory.task_id})
-        slot.trajectory.extend(chat_tokens.prompt(slot.messages), sampled=False)
-    for turn in range(max_turns):
-        active = [i for i, slot in enumerate(slots) if not slot.trajectory.done]
-        context = sampler.context_length
-        for i in list(active):
-            if context is not None and len(slots[i].trajectory.token_ids) >= context - 1:
-                slots[i].trajectory.done = slots[i].trajectory.truncated = True
-                active.remove(i)
-        if not active:
-            break
-        samples = sampler.sample([slots[i].trajectory.token_ids for i in active], [seed_of(i, turn) for i in active])
-        for i, sample in zip(active, samples):
-            _advance(slots[i], sample, chat_tokens, last_turn=turn == max_turns - 1)
+    workers = min(env_workers, sum(not steps_inline(slot.env) for slot in slots))
+    with ThreadPoolExecutor(workers, "agentgym-env") if workers > 1 else contextlib.nullcontext() as pool:
+        resets = [
+            partial(slot.env.reset, seed=slot.seed, options={"task_id": slot.trajectory.task_id}) for slot in slots
+        ]
+        for slot, (messages, _) in zip(slots, _call_envs(slots, resets, pool)):
+            slot.messages = messages
+            slot.trajectory.extend(chat_tokens.prompt(messages), sampled=False)
+        for turn in range(max_turns):
+            active = [i for i, slot in enumerate(slots) if not slot.trajectory.done]
+            context = sampler.context_length
+            for i in list(active):
+                if context is not None and len(slots[i].trajectory.token_ids) >= context - 1:
+                    slots[i].trajectory.done = slots[i].trajectory.truncated = True
+                    active.remove(i)
+            if not active:
+                break
+            samples = sampler.sample(
+                [slots[i].trajectory.token_ids for i in active], [seed_of(i, turn) for i in active]
+            )
+            stepping = [slots[i] for i in active]
+            histories = [slot.env.transcript[:] for slot in stepping]
+            # Decoded here: the tokenizer is not shared with the env threads.
+            replies = [chat_tokens.tokenizer.decode(sample.token_ids, skip_special_tokens=True) for sample in samples]
+            outcomes = _call_envs(stepping, [partial(s.env.step, reply) for s, reply in zip(stepping, replies)], pool)
+            for slot, sample, history, outcome in zip(stepping, samples, histories, outcomes):
+                _record_turn(slot, sample, history, outcome, chat_tokens, last_turn=turn == max_turns - 1)
     return [slot.trajectory for slot in slots]
 
 
-def _advance(slot: EpisodeSlot, sample: Sample, chat_tokens: ChatTokens, last_turn: bool) -> None:
-    """Step the env with the decoded reply and append the sample and the env's reply as tokens."""
+def steps_inline(env: gym.Env) -> bool:
+    """Whether ``env``'s calls are pure Python in this process (``metadata["inline_safe"]``): no thread is worth it."""
+    return bool(env.metadata.get("inline_safe", False))
+
+
+def _call_envs(slots: list[EpisodeSlot], calls: list[Callable[[], _T]], pool: ThreadPoolExecutor | None) -> list[_T]:
+    """Each slot's env call, results in order: in ``pool`` (concurrently) for envs that wait, inline for the rest."""
+    futures = [
+        None if pool is None or steps_inline(slot.env) else pool.submit(call) for slot, call in zip(slots, calls)
+    ]
+    inline = [call() if future is None else None for call, future in zip(calls, futures)]
+    return [value if future is None else future.result() for value, future in zip(inline, futures)]
+
+
+def _record_turn(
+    slot: EpisodeSlot,
+    sample: Sample,
+    history: list[Message],
+    outcome: tuple[list[Message], float, bool, bool, dict[str, Any]],
+    chat_tokens: ChatTokens,
+    last_turn: bool,
+) -> None:
+    """Append the sample and the env's reply to it as tokens; ``history`` is the chat the sample answered."""
     trajectory = slot.trajectory
-    reply = chat_tokens.tokenizer.decode(sample.token_ids, skip_special_tokens=True)
-    history = slot.env.transcript[:]
     trajectory.anchors.append(history[-1]["content"])
     trajectory.extend(sample.token_ids, sampled=True, logprobs=sample.logprobs)
     trajectory.turn_ends.append(len(trajectory.token_ids) - 1)
-    slot.messages, reward, terminated, truncated, info = slot.env.step(reply)
+    slot.messages, reward, terminated, truncated, info = outcome
     trajectory.rewards.append(float(reward))
     trajectory.success = bool(info.get("success", False))
     trajectory.score = float(info.get("score", 0.0))

@@ -147,6 +147,7 @@ class Trainer:
             self.chat_tokens,
             config.rollout.turns_at(iteration),
             lambda slot, turn: stable_seed(config.seed, iteration, slot, turn),
+            config.rollout.env_workers,
         )
 
     # -------------------------------------------------------------------------- advantages
