@@ -237,3 +237,15 @@ def test_close_unloads_the_interpreter(pregenerated: None) -> None:
         env.close()  # twice is fine
         gc.collect()
     assert frotz_copies() == before
+
+
+def test_envs_on_several_threads_load_and_play_their_games(pregenerated: None) -> None:
+    """The eval runner steps each env on a thread of its own: loading games must not race."""
+
+    def play(env_id: str) -> list[bool]:
+        with gym.make(env_id) as env:
+            return [play_oracle(env, task_id)[0]["success"] for task_id in ORACLE_TASKS]
+
+    with ThreadPoolExecutor(max_workers=2 * len(IDS)) as pool:
+        outcomes = list(pool.map(play, IDS * 2))
+    assert outcomes == [[True] * len(ORACLE_TASKS)] * (2 * len(IDS))

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -93,6 +94,10 @@ def normalize(command: str) -> str:
     """Lower-case ``command``, collapse its spaces and drop articles."""
     words = [word for word in command.lower().split() if word not in ARTICLES]
     return " ".join(words)
+
+
+#: Serialises ``textworld.start`` across threads (see ``_start``).
+_LOAD_LOCK = threading.Lock()
 
 
 class TextWorldEnv(TextEnv):
@@ -149,7 +154,9 @@ class TextWorldEnv(TextEnv):
             won=True,
             lost=True,
         )
-        with warnings.catch_warnings():  # Jericho warns that it tracks no score itself; TextWorld does
+        # Loading a game parses TextWorld's logic with one module-level TatSu parser, which is
+        # not thread-safe: envs loading games on several threads (the eval runner) take turns.
+        with _LOAD_LOCK, warnings.catch_warnings():  # Jericho warns that it tracks no score; TextWorld does
             warnings.simplefilter("ignore")
             self._game = textworld.start(str(folder / "game.z8"), request_infos=infos)
         self.game_folder = folder
