@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import gymnasium as gym
@@ -122,3 +123,15 @@ def test_collect_games_keeps_what_alfworld_keeps(tiny_data: Path, tmp_path: Path
     unsolvable.write_text(unsolvable.read_text().replace('"solvable": true', '"solvable": false'))
     collect_games.cache_clear()
     assert collect_games(split) == tuple(game for game in kept if game != unsolvable)
+
+
+def test_envs_on_several_threads_play_their_games(tiny_data: Path) -> None:
+    """The eval runner steps each env on a thread of its own: TextWorld's PDDL parsers must not race."""
+
+    def play(first: int) -> list[bool]:
+        with gym.make("ALFWorld-v0", data_dir=str(tiny_data)) as env:
+            return [play_oracle(env, task_id).success for task_id in tiny_task_ids()[first : first + 3]]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outcomes = list(pool.map(play, [0, 3, 8, 14]))
+    assert outcomes == [[True] * 3] * 4

@@ -30,6 +30,7 @@ import functools
 import json
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,12 @@ TASK_TYPES = (
     "pick_two_obj_and_place",
 )
 _PUT = re.compile(r"^put (.+?) (?:in|on|in/on|into|onto) (.+)$")
+
+
+#: TextWorld's PDDL engine parses games and commands with module-level TatSu parsers, which are
+#: not thread-safe: envs on several threads (the eval runner) take turns at loading, stepping and
+#: planning (the steps are CPU-bound under the GIL anyway).
+_ENGINE_LOCK = threading.Lock()
 
 
 class ALFWorldDataMissing(FileNotFoundError):
@@ -182,8 +189,9 @@ class ALFWorldEnv(TextEnv):
 
     def _generate(self, task_id: int) -> str:
         game_file = self.game_file(task_id)
-        self._game.load(str(game_file))
-        self._state = self._game.reset()
+        with _ENGINE_LOCK:
+            self._game.load(str(game_file))
+            self._state = self._game.reset()
         intro = self._state.feedback
         self._room = intro.split("\n\n")[1].strip() if intro.count("\n\n") >= 2 else intro.strip()
         task = intro.rsplit("Your task is to:", 1)[-1].strip()
@@ -214,7 +222,8 @@ class ALFWorldEnv(TextEnv):
                 f"{quote(command)} is not a valid command here (nothing happens); "
                 "info['available_actions'] lists the valid ones, e.g. 'look' or 'inventory'"
             )
-        self._state, _, _ = self._game.step(command)
+        with _ENGINE_LOCK:
+            self._state, _, _ = self._game.step(command)
         self._plan = None
         if self._state["won"]:
             self.score, self.success, self.terminated = 1.0, True, True
@@ -228,7 +237,8 @@ class ALFWorldEnv(TextEnv):
         """
         if self._plan is None:
             # PddlEnv keeps its planner state private; ``replan`` is what its policy_commands info calls.
-            self._plan = self._engine._pddl_state.replan(self._engine._entity_infos)
+            with _ENGINE_LOCK:
+                self._plan = self._engine._pddl_state.replan(self._engine._entity_infos)
         return self._plan[0] if self._plan else "look"
 
     def close(self) -> None:
