@@ -11,6 +11,7 @@ makes the family's class on the backend that ``gym.make(ID, backend=...)`` names
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 from dataclasses import asdict, dataclass, field
@@ -134,4 +135,11 @@ def env_info(env_id: str) -> EnvInfo:
     try:
         return _ENVS[env_id]
     except KeyError:
-        raise UnknownEnvError(f"unknown env id {env_id!r}; known ids: {', '.join(sorted(_ENVS))}") from None
+        raise UnknownEnvError(f"unknown env id {env_id!r}; {known_ids_hint(env_id)}") from None
+
+
+def known_ids_hint(name: str) -> str:
+    """What to say after an unknown id: the closest registered ids and where to see them all."""
+    close = difflib.get_close_matches(name, list(_ENVS), n=5, cutoff=0.5)
+    suggestion = f"did you mean {', '.join(close)}? " if close else ""
+    return f"{suggestion}`agentgym list` shows all {len(_ENVS)} known ids"

@@ -74,7 +74,7 @@ from gymnasium import spaces
 
 from agentgym.backends import inline_safe
 from agentgym.core import UnicodeText
-from agentgym.registry import list_envs
+from agentgym.registry import known_ids_hint, list_envs
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -475,7 +475,7 @@ def resolve_env_ids(patterns: Sequence[str]) -> list[str]:
     for pattern in patterns:
         matches = fnmatch.filter(known, pattern.removeprefix("agentgym:"))
         if not matches:
-            raise ValueError(f"no registered env id matches {pattern!r}; known ids: {', '.join(known)}")
+            raise ValueError(f"no registered env id matches {pattern!r}; {known_ids_hint(pattern)}")
         resolved += [env_id for env_id in matches if env_id not in resolved]
     return resolved
 

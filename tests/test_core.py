@@ -130,7 +130,7 @@ def test_list_envs_metadata() -> None:
     lake = agentgym.env_info("agentgym:FrozenLake-v0")
     assert lake.family == "frozenlake" and lake.observation == "text" and lake.max_episode_steps == 100
     assert agentgym.list_envs("frozenlake") == [lake]
-    with pytest.raises(KeyError, match="known ids"):
+    with pytest.raises(KeyError, match="agentgym list` shows all"):
         agentgym.env_info("Nope-v0")
 
 

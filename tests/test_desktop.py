@@ -174,8 +174,9 @@ def test_x_server_dying_ends_the_episode_and_reset_recovers(env: gym.Env) -> Non
     env.reset(options={"task_id": 0})
     session = env.unwrapped.session
     os.kill(session._server[0].pid, signal.SIGKILL)
+    session._server[0].wait(timeout=10)  # dead before the next action, however loaded the machine
     observation, reward, terminated, _, info = env.step('type("ls")')
-    assert terminated and not info["success"] and "X server died" in observation["text"]
+    assert terminated and not info["success"] and "X server died" in observation["text"], observation["text"]
     assert not observation["screenshot"].any()  # black: nothing to read
     assert env.observation_space.contains(observation)
     observation, info = env.reset(options={"task_id": 0})

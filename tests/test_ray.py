@@ -55,6 +55,16 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def is_ray_process(pid: int) -> bool:
+    """Whether ``pid`` is one of Ray's: its program lives in the ray package (raylet, GCS, agents,
+    workers) or it is a worker renamed ``ray::...``."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return False
+    return command.startswith(b"ray::") or b"/ray/" in command
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     """A head and one worker node, this process connected as the driver."""
@@ -68,7 +78,8 @@ def cluster() -> Iterator[Any]:
         cluster.wait_for_nodes()
         yield cluster
     finally:
-        started = descendants(os.getpid())
+        # Only Ray's: the same test process may hold browsers, JVMs or desktops of other tests.
+        started = {pid for pid in descendants(os.getpid()) if is_ray_process(pid)}
         ray.shutdown()
         cluster.shutdown()
         deadline = time.monotonic() + 30

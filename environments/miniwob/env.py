@@ -36,6 +36,8 @@ _START_JS = """seed => {
   core.startEpisodeReal();
   return typeof WOB_TASK_READY === 'undefined' || WOB_TASK_READY;
 }"""
+# The natural-language email tasks return {utterance, fields} outside MiniWoB's test data mode.
+_UTTERANCE_JS = "() => { const u = core.getUtterance(); return typeof u === 'string' ? u : (u && u.utterance) || ''; }"
 _STATE_JS = "() => [WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL, WOB_REWARD_GLOBAL, WOB_REWARD_REASON]"
 
 
@@ -97,7 +99,8 @@ class MiniWoBEnv(BrowserEnv):
         else:
             raise TimeoutError("the task page never became ready")
         await page.evaluate("window.scrollTo(0, 0)")
-        return await page.evaluate("core.getUtterance()") or f"Solve the MiniWoB++ task {self.task}."
+        utterance = await page.evaluate(_UTTERANCE_JS)
+        return utterance or f"Solve the MiniWoB++ task {self.task}."
 
     def _describe(self) -> str:
         return f"MiniWoB++ {self.task}, instance {self.task_id}. " + super()._describe()
