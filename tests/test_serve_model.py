@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from asgi import serving_in_thread
 
 pytest.importorskip("transformers")
 pytest.importorskip("fastapi")
 
 import httpx
-import uvicorn
 
 from agentgym.generation import Batcher, Generator, Request, SamplingParams
 from agentgym.policies.base import Episode
@@ -36,19 +33,8 @@ def generator(tiny_model_path: Path) -> Generator:
 def server(generator: Generator) -> Iterator[tuple[str, Batcher]]:
     """A live server on a free loopback port; yields its base URL and batcher."""
     app = create_app(generator, MODEL, max_batch_size=8, batch_wait_ms=50)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    uv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not uv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}", app.state.batcher
-    uv.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    with serving_in_thread(app) as url:
+        yield url, app.state.batcher
 
 
 def post(server: tuple[str, Batcher], path: str, body: dict[str, Any]) -> httpx.Response:

@@ -4,20 +4,17 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from asgi import serving_in_thread
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 import httpx  # noqa: E402
-import uvicorn  # noqa: E402
 import yaml  # noqa: E402
 
 from agentgym.generation import Generator  # noqa: E402
@@ -112,19 +109,8 @@ def model_server(tiny_model_with_long_context_path: Path) -> Iterator[str]:
     """``serve-model``'s app for the tiny model on a free loopback port, in a thread; yields its base URL."""
     generator = Generator.from_pretrained(tiny_model_with_long_context_path, device="cpu")
     app = create_app(generator, tiny_model_with_long_context_path.name)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    server.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    with serving_in_thread(app) as url:
+        yield f"{url}/v1"
 
 
 def test_agentgym_train_against_serve_model_with_lora_hot_loading(
