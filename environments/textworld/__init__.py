@@ -23,31 +23,27 @@ COOKING_LEVELS = {
         "12 rooms, closed doors and containers, 3 ingredients to find, cook and cut",
     ),
 }
-for level, (settings, max_steps, summary) in COOKING_LEVELS.items():
-    register(
-        f"TextWorld-Cooking-{level}-v0",
-        entry_point=ENTRY_POINT,
-        family="textworld",
-        description=f"TextWorld cooking game (tw-cooking): {summary}",
-        splits=SPLITS,
-        max_episode_steps=max_steps,
-        kwargs={"generator": "cooking", "settings": settings},
-    )
-
 #: tw-make custom settings: rooms, objects, and the length of the quest (in actions).
 CUSTOM_LEVELS = {
     "": ({"world_size": 5, "nb_objects": 10, "quest_length": 5}, 50, "5 rooms, 10 objects, a 5-action quest"),
 }
-for suffix, (settings, max_steps, summary) in CUSTOM_LEVELS.items():
-    register(
-        f"TextWorld-Custom{suffix}-v0",
-        entry_point=ENTRY_POINT,
-        family="textworld",
-        description=f"TextWorld custom quest (tw-make custom): {summary}",
-        splits=SPLITS,
-        max_episode_steps=max_steps,
-        kwargs={"generator": "custom", "settings": settings},
-    )
+
+#: (id prefix, generator, what it is, its levels) of every registered id.
+GAMES = (
+    ("TextWorld-Cooking-", "cooking", "TextWorld cooking game (tw-cooking)", COOKING_LEVELS),
+    ("TextWorld-Custom", "custom", "TextWorld custom quest (tw-make custom)", CUSTOM_LEVELS),
+)
+for prefix, generator, kind, levels in GAMES:
+    for level, (settings, max_steps, summary) in levels.items():
+        register(
+            f"{prefix}{level}-v0",
+            entry_point=ENTRY_POINT,
+            family="textworld",
+            description=f"{kind}: {summary}",
+            splits=SPLITS,
+            max_episode_steps=max_steps,
+            kwargs={"generator": generator, "settings": settings},
+        )
 
 register_command(
     "textworld-generate",
