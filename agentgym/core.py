@@ -8,6 +8,11 @@ produced and whose observation is text. :class:`TextEnv` implements the contract
 * ``step(reply)`` extracts the command from the reply (:func:`parse_action`), executes it,
   and never raises on any string: a command that cannot be parsed or executed yields an
   observation saying why, reward 0 and ``info["invalid_action"] = True``.
+* ``step`` also takes a native tool call on the function tools that ``tools()`` declares
+  (an OpenAI assistant message with ``tool_calls``, or one call dict): the call is checked
+  against its tool's schema and mapped onto the family's text command, so both formats
+  share one execution path; a malformed call is an invalid action like a malformed reply
+  (see :mod:`agentgym.tools` and docs/tool-calls.md).
 * The reward of a step is the change of the episode's score, so an episode's return is
   its final ``info["score"]`` (in [0, 1]).
 * ``info`` always holds ``task_id``, ``split``, ``instruction``, ``action`` (the extracted
@@ -30,12 +35,24 @@ import hashlib
 import random
 import re
 import string
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
 import gymnasium as gym
 from gymnasium import spaces
+
+from agentgym.tools import (
+    DEFAULT_TOOLSET,
+    GENERIC_TOOLS,
+    Tool,
+    ToolCall,
+    ToolCallError,
+    is_tool_action,
+    load_tools,
+    read_action,
+    resolve_call,
+)
 
 T = TypeVar("T")
 Split = Literal["train", "dev", "test"]
@@ -62,6 +79,21 @@ class UnicodeText(spaces.Text):
 
     def __repr__(self) -> str:
         return f"UnicodeText({self.min_length}, {self.max_length})"
+
+
+class TextOrToolCall(UnicodeText):
+    """The action space of text envs: a reply (any unicode string up to ``max_length``) or a tool call.
+
+    ``contains`` also admits a dict shaped as an OpenAI assistant message or a single
+    tool call (:func:`agentgym.tools.is_tool_action`; whether the call fits the env's
+    tools is decided at ``step``). ``sample`` draws strings, as :class:`UnicodeText` does.
+    """
+
+    def contains(self, x: Any) -> bool:
+        return super().contains(x) or is_tool_action(x)
+
+    def __repr__(self) -> str:
+        return f"TextOrToolCall({self.min_length}, {self.max_length})"
 
 
 @dataclass(frozen=True)
@@ -205,12 +237,17 @@ class TextEnv(gym.Env[str, str], abc.ABC):
     #: False where the family ships no scripted solver for this task (some MiniWoB++ pages):
     #: ``oracle_action`` then returns a harmless command and the oracle baseline fails there.
     has_oracle: bool = True
+    #: The data file, next to the family's env module, that declares its function tools
+    #: (searched up the class hierarchy; an env without one gets a generic ``act(command)``).
+    tool_file: ClassVar[str] = "tools.yaml"
+    #: Which toolset of :attr:`tool_file` this class uses.
+    toolset: ClassVar[str] = DEFAULT_TOOLSET
 
     def __init__(self, render_mode: str | None = None) -> None:
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
         self.render_mode = render_mode
-        self.action_space = UnicodeText(self.max_action_chars)
+        self.action_space = TextOrToolCall(self.max_action_chars)
         self.observation_space = UnicodeText(self.max_observation_chars)
         self.task_id: int | None = None
         self.split: Split = "train"
@@ -262,6 +299,38 @@ class TextEnv(gym.Env[str, str], abc.ABC):
         """The command inside an LLM reply; override for families with other syntax."""
         return parse_action(reply)
 
+    def tools(self) -> list[dict[str, Any]]:
+        """The env's actions as OpenAI function tools (``[{"type": "function", "function": {...}}]``).
+
+        Pass them as ``tools=`` to a chat API or ``apply_chat_template``; ``step`` accepts
+        calls on them. Declared in the family's :attr:`tool_file`.
+        """
+        return [tool.declaration() for tool in self.tool_specs()]
+
+    def tool_specs(self) -> tuple[Tool, ...]:
+        """The declared tools with their command templates (see :mod:`agentgym.tools`)."""
+        key = (type(self), self.tool_file, self.toolset)
+        tools = _TOOLS_BY_CLASS.get(key)
+        if tools is None:
+            tools = GENERIC_TOOLS
+            for cls in type(self).__mro__:
+                if cls is TextEnv or not issubclass(cls, TextEnv):
+                    break
+                found = load_tools(cls.__module__.rpartition(".")[0], self.tool_file, self.toolset)
+                if found is not None:
+                    tools = found
+                    break
+            _TOOLS_BY_CLASS[key] = tools
+        return tools
+
+    def tool_command(self, call: ToolCall) -> str:
+        """The text command a tool call maps onto; raise :class:`~agentgym.tools.ToolCallError` if it is bad.
+
+        Checks the call against its tool's schema and fills the tool's command template;
+        families whose calls need other mapping override this.
+        """
+        return resolve_call(self.tool_specs(), call)
+
     def _observation(self, text: str) -> Any:
         """The observation carrying ``text``.
 
@@ -298,17 +367,31 @@ class TextEnv(gym.Env[str, str], abc.ABC):
         observation = f"{self.instruction}\n\n{self.action_syntax}\n\n{self._describe()}"
         return self._observation(observation), self._info(command="", invalid=False)
 
-    def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """Play one reply; see the module docstring for what comes back."""
+    def step(self, action: str | Mapping[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Play one reply or tool call; see the module docstring for what comes back.
+
+        ``action`` is the text reply, an assistant message (with ``tool_calls``, or
+        without: then its content is the reply) or one tool call. A tool-call step adds
+        ``info["tool_call"]`` (``{"id", "name", "arguments"}``, ``None`` if no call could
+        be read) and ``info["tool_call_ids"]`` (every call id in the action, for the
+        tool messages that answer them).
+        """
         if self.task_id is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         self.steps += 1
         if self.terminated:
             feedback = "The episode is over; call reset() to start a new one."
             return self._observation(feedback), 0.0, True, False, self._info(command="", invalid=True)
-        if not isinstance(action, str):
-            action = action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
-        command = self.extract_action(action)
+        call_info: dict[str, Any] | None = None
+        if isinstance(action, Mapping):
+            command, call_info, feedback = self._read_tool_action(action)
+            if feedback is not None:  # a malformed call: nothing is executed
+                observation = f"{feedback}\n\n{self._describe()}"
+                return self._observation(observation), 0.0, self.terminated, False, self._info("", True) | call_info
+        else:
+            if not isinstance(action, str):
+                action = action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
+            command = self.extract_action(action)
         score_before = self.score
         try:
             feedback = self._execute(command)
@@ -318,7 +401,10 @@ class TextEnv(gym.Env[str, str], abc.ABC):
             invalid = True
         observation = f"{feedback}\n\n{self._describe()}"
         reward = float(self.score - score_before)
-        return self._observation(observation), reward, self.terminated, False, self._info(command, invalid)
+        info = self._info(command, invalid)
+        if call_info is not None:
+            info |= call_info
+        return self._observation(observation), reward, self.terminated, False, info
 
     def render(self) -> str | None:
         if self.render_mode == "ansi" and self.task_id is not None:
@@ -326,6 +412,19 @@ class TextEnv(gym.Env[str, str], abc.ABC):
         return None
 
     # ---- internals --------------------------------------------------------------------
+
+    def _read_tool_action(self, action: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None, str | None]:
+        """(command, tool-call info or None for a text reply, feedback if the call is malformed)."""
+        try:
+            read = read_action(action)
+            if isinstance(read, str):  # an assistant message without tool calls: its text is the reply
+                return self.extract_action(read), None, None
+            return self.tool_command(read), {"tool_call": read.as_info(), "tool_call_ids": [read.id]}, None
+        except ToolCallError as error:
+            call = error.call
+            info = {"tool_call": call.as_info() if call else None, "tool_call_ids": list(error.call_ids)}
+            where = f" {quote(call.name)}" if call else ""
+            return "", info, f"Invalid tool call{where}: {error}"
 
     def _choose_task(self, options: dict[str, Any]) -> int:
         unknown = set(options) - {"task_id", "split"}
@@ -356,3 +455,7 @@ class TextEnv(gym.Env[str, str], abc.ABC):
         if actions is not None:
             info["available_actions"] = actions
         return info
+
+
+#: Each class's resolved tools, keyed by (class, tool file, toolset).
+_TOOLS_BY_CLASS: dict[tuple[type, str, str], tuple[Tool, ...]] = {}
