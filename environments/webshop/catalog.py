@@ -371,6 +371,16 @@ class GeneratedCatalog:
         """Product ``index``, computed from (seed, index) or taken from the small cache."""
         return self._cache.get(index, lambda i: generate_product(self.seed, i, self.asin(i)))
 
+    def drawn_price(self, index: int) -> float:
+        """The original's charge for product ``index``: its single price, or for a price range
+        ``uniform(low, high)`` from ``random.Random(f"webshop-price-{seed}-{index}")`` (the
+        original draws from Python's unseeded generator at load; here each product has its own
+        seeded draw, so the price does not depend on the catalog size or on load order)."""
+        pricing = self.product(index).pricing
+        if len(pricing) < 2:
+            return pricing[0]
+        return random.Random(f"webshop-price-{self.seed}-{index}").uniform(pricing[0], pricing[1])
+
     def search_text(self, index: int) -> str:
         """The text the search engine indexes for product ``index`` (see :func:`search_document`)."""
         product = self._cache.peek(index)

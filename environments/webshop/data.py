@@ -86,6 +86,10 @@ class Catalog(Protocol):
 
     def goals(self) -> list[Goal]: ...
 
+    def drawn_price(self, index: int) -> float:
+        """What the original charges for product ``index``: its price, or a seeded draw in its range."""
+        ...
+
 
 class ProductCache:
     """A small thread-safe LRU of recently used products, shared by the catalog classes."""

@@ -48,7 +48,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentgym.core import InvalidAction, TaskSplits, quote
-from agentgym.environments.webshop.reward import get_reward, token_set_ratio
+from agentgym.environments.webshop.reward import NounTagger, get_reward, noun_tagger, token_set_ratio
 from agentgym.environments.webshop.search import PAGE_SIZE, SEARCH_RETURN_N, SearchIndex, shared_index
 
 if TYPE_CHECKING:
@@ -99,6 +99,10 @@ def goal_splits(num_goals: int) -> TaskSplits:
     return TaskSplits(train=num_goals - test - dev, dev=dev, test=test)
 
 
+#: What a ranged product costs at ``buy now`` (see :meth:`Shop.charged_price` and docs/webshop.md).
+PRICE_MODES = ("low", "drawn")
+
+
 class Shop:
     """A catalog, its search index and its goals: the read-only part every session shares.
 
@@ -127,6 +131,19 @@ class Shop:
 
     def index_of(self, asin: str) -> int:
         return self.catalog.index_of(asin)
+
+    def charged_price(self, index: int, mode: str = "low") -> float:
+        """What buying product ``index`` costs: ``"low"``, the single price or the low end of
+        a range; ``"drawn"``, the catalog's seeded draw in the range (``catalog.drawn_price``,
+        as the original's ``generate_product_prices``). See :data:`PRICE_MODES`."""
+        if mode == "low":
+            return self.product(index).price
+        if mode == "drawn":
+            draw = getattr(self.catalog, "drawn_price", None)
+            if draw is None:
+                raise ValueError(f"catalog {self.name!r} has no drawn_price(index): use price='low'")
+            return draw(index)
+        raise ValueError(f"price must be one of {PRICE_MODES}, got {mode!r}")
 
     def goal_index(self, task_id: int) -> int:
         """The goal a task id plays: task ids run train, dev, test; goals run test, dev, train."""
@@ -209,6 +226,8 @@ class Session:
     shop: Shop = field(repr=False)
     goal: Goal = field(repr=False)
     show_attributes: bool = True
+    price: str = "low"  # one of PRICE_MODES
+    tagger: NounTagger | None = field(default=None, repr=False)  # None: reward.noun_tagger("auto")
     page: str = SEARCH
     keywords: str = ""
     results: tuple[int, ...] = ()
@@ -357,8 +376,13 @@ class Session:
         product = self.product
         assert product is not None
         options = dict(self.options)
-        reward, breakdown = get_reward(product, self.goal, product.price, options)
-        self.purchase = Purchase(product.asin, options, product.price, reward, breakdown)
+        assert self.product_index is not None
+        price = self.shop.charged_price(self.product_index, self.price)
+        tagger = self.tagger if self.tagger is not None else noun_tagger("auto")
+        reward, breakdown = get_reward(product, self.goal, price, options, tagger)
+        breakdown["price"] = price
+        breakdown["price_mode"] = self.price
+        self.purchase = Purchase(product.asin, options, price, reward, breakdown)
         self.page = DONE
         return f"You bought {product.asin} for {price_tag(product)}; your score is {reward:.3f}."
 

@@ -21,12 +21,18 @@ lowercased clickables; unlike the original, the search button itself is not list
 returns the same dict.
 
 Reward: 0 until ``buy now``, which ends the episode with the original reward formula
-(:mod:`.reward`) at the product's price (the low end of a price range; the original
-charges a seeded uniform draw in the range, which matters only for purchases near the
-cap): ``info["score"]`` is that reward, ``info["success"]`` is ``reward == 1``,
-and ``info["reward_breakdown"]`` holds ``r_type``, ``r_att``, ``r_option``, ``r_price``,
-``query_match``, ``category_match``, ``title_score`` and ``weights``; ``info["purchase"]``
-the ASIN, options and price bought. Truncation comes from the registered step limit (15).
+(:mod:`.reward`, equal to the original ``get_reward`` on every input) at the price that
+kwarg ``price`` picks: ``"low"`` (default), the single price or the low end of a price
+range; ``"drawn"``, the original's charge, a seeded uniform draw in the range (see
+docs/webshop.md for why ``"low"`` is the default). Title nouns are typed by kwarg
+``noun_tagger`` (:func:`.reward.noun_tagger`): ``"auto"`` (default) uses spaCy's
+``en_core_web_sm`` (or ``$WEBSHOP_SPACY_MODEL``) when installed, as the original, else a
+rule-based tagger; ``"rules"``; a spaCy pipeline name or folder; or a ``NounTagger``.
+``info["score"]`` is the reward, ``info["success"]`` is ``reward == 1``, and
+``info["reward_breakdown"]`` holds ``r_type``, ``r_att``, ``r_option``, ``r_price``,
+``query_match``, ``category_match``, ``title_score``, ``weights``, ``noun_tagger`` (the
+tagger's name), ``price`` and ``price_mode``; ``info["purchase"]`` the ASIN, options and
+price bought. Truncation comes from the registered step limit (15).
 
 Tasks: one per goal of the catalog. Goals follow the original split convention (goal
 index 0-499 test, 500-1499 dev, the rest train); task ids follow agentgym's (train ids
@@ -60,7 +66,9 @@ from typing import Any, ClassVar
 
 from agentgym.core import InvalidAction, TaskSplits, TextEnv, parse_action
 from agentgym.environments.webshop.data import Catalog
-from agentgym.environments.webshop.engine import OBSERVATION_MODES, Session, Shop, load_shop
+from agentgym.environments.webshop.engine import OBSERVATION_MODES, PRICE_MODES, Session, Shop, load_shop
+from agentgym.environments.webshop.reward import NounTagger
+from agentgym.environments.webshop.reward import noun_tagger as _noun_tagger
 
 _LAST_COMMAND = re.compile(r"(?:search|click)\s*\[[^\]\n]*\]", re.IGNORECASE)
 
@@ -86,12 +94,18 @@ class WebShopEnv(TextEnv):
         cache_dir: str | os.PathLike[str] | None = None,
         show_attributes: bool = True,
         render_mode: str | None = None,
+        price: str = "low",
+        noun_tagger: str | os.PathLike[str] | NounTagger | None = "auto",
     ) -> None:
         if observation_mode not in OBSERVATION_MODES:
             raise ValueError(f"observation_mode must be one of {OBSERVATION_MODES}, got {observation_mode!r}")
+        if price not in PRICE_MODES:
+            raise ValueError(f"price must be one of {PRICE_MODES}, got {price!r}")
         super().__init__(render_mode)
         self.observation_mode = observation_mode
         self.show_attributes = show_attributes
+        self.price = price
+        self.tagger: NounTagger = _noun_tagger(noun_tagger)
         self.shop: Shop = load_shop(catalog, num_products, cache_dir)
         self.splits: TaskSplits = self.shop.splits  # type: ignore[misc]  (per catalog, not per class)
         self.session: Session | None = None
@@ -102,7 +116,7 @@ class WebShopEnv(TextEnv):
 
     def _generate(self, task_id: int) -> str:
         goal = self.shop.goals[self.shop.goal_index(task_id)]
-        self.session = Session(self.shop, goal, show_attributes=self.show_attributes)
+        self.session = Session(self.shop, goal, show_attributes=self.show_attributes, price=self.price, tagger=self.tagger)
         return goal.instruction_text
 
     def _current(self) -> Session:

@@ -311,12 +311,12 @@ def breakdown_rows(purchase: Any) -> list[tuple[str, str]]:
         ("query_match", "· same product query"),
         ("category_match", "· 2+ shared category levels"),
         ("title_score", "· title noun overlap"),
+        ("noun_tagger", "· title nouns typed by"),
         ("r_att", "Attributes matched (r_att)"),
         ("attribute_matches", "· attribute matches"),
         ("r_option", "Options matched (r_option)"),
         ("option_matches", "· option matches"),
         ("r_price", "Price within the cap (r_price)"),
-        ("uncapped", "Formula before the cap at 1"),
     ]
     for key, label in labels:
         if key in parts:
