@@ -113,10 +113,14 @@ class Generator:
     Not thread-safe: use it from one thread at a time (``Batcher`` runs it in its own).
     """
 
-    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+    def __init__(
+        self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, compute_dtype: torch.dtype | None = None
+    ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.device = model.device
+        #: The dtype forward passes run in under autocast (e.g. bfloat16 over float32 weights); None: the weights'.
+        self.compute_dtype = compute_dtype
         #: Tokens that end a completion (the model's end-of-turn tokens as well as EOS).
         self.eos_token_ids = _eos_token_ids(model, tokenizer)
         self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_token_ids)
@@ -173,6 +177,10 @@ class Generator:
         Prompts are left-padded; each row stops at its own limit, stop string or EOS, and
         the batch stops when every row has.
         """
+        with autocast(self.device, self.compute_dtype):
+            return self._generate_tokens(prompts, params)
+
+    def _generate_tokens(self, prompts: Sequence[list[int]], params: Sequence[SamplingParams]) -> list[Completion]:
         rows = [self._row(len(prompt), row_params) for prompt, row_params in zip(prompts, params)]
         width = max(len(prompt) for prompt in prompts)
         input_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
@@ -269,6 +277,11 @@ class Generator:
 
     def _decode(self, token_ids: list[int]) -> str:
         return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
+    """``torch.autocast`` to ``dtype`` on ``device``'s kind, or nothing when ``dtype`` is None."""
+    return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
 def _sample(logits: torch.Tensor, params: SamplingParams, rng: torch.Generator) -> torch.Tensor:

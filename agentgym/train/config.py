@@ -31,13 +31,21 @@ class LoraConfig:
 class ModelConfig:
     """The policy model: a folder (or hub name already in the local cache) for ``from_pretrained``.
 
-    ``device`` ``auto`` is CUDA if available, else CPU; ``dtype`` None is float32 on CPU and
-    bfloat16 on CUDA. ``lora`` None means full fine-tuning.
+    ``device`` ``auto`` is CUDA if available, else CPU. ``dtype`` is the dtype the weights
+    are stored in, ``compute_dtype`` the dtype of the forward passes (autocast). By default
+    (both None) the CPU uses float32 throughout; CUDA trains in bfloat16 mixed precision:
+    trainable weights (and AdamW's state) stay float32, frozen base weights under LoRA are
+    stored in bfloat16, and every forward pass (sampling, scoring, update) runs under bfloat16
+    autocast. ``dtype: bfloat16`` with full fine-tuning stores the trained weights in bfloat16
+    ("pure" bf16): half the memory, but updates smaller than bfloat16's precision (about 1/256
+    of a weight) are lost, so at small learning rates most weights never move.
+    ``lora`` None means full fine-tuning.
     """
 
     path: str = ""
     device: str = "auto"
     dtype: str | None = None
+    compute_dtype: str | None = None
     lora: LoraConfig | None = None
     gradient_checkpointing: bool = False
 

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from agentgym.generation import Batcher, Generator, Request, SamplingParams
+from agentgym.generation import Batcher, Generator, Request, SamplingParams, autocast
 from agentgym.policies.base import Episode, Message, Policy, Reply
 from agentgym.registry import env_info
 from agentgym.runner import EvalItem, run_eval, stable_seed
@@ -52,6 +52,21 @@ def pick_device(device: str) -> torch.device:
     return torch.device(device)
 
 
+def precision(config: TrainConfig, device: torch.device) -> tuple[torch.dtype, torch.dtype, torch.dtype | None]:
+    """The dtypes of the policy's weights, of frozen weights (reference) and of forward passes (autocast).
+
+    See ``ModelConfig``: float32 on CPU; bfloat16 mixed precision on CUDA, with trainable weights
+    in float32 and frozen ones in bfloat16. A compute dtype of None means no autocast.
+    """
+    model = config.model
+    low = torch.float32 if device.type == "cpu" else torch.bfloat16
+    frozen = getattr(torch, model.dtype) if model.dtype else low
+    # Under LoRA the loaded weights are the frozen base; peft keeps the adapter in float32.
+    weights = frozen if model.lora is not None or model.dtype else torch.float32
+    compute = getattr(torch, model.compute_dtype) if model.compute_dtype else low
+    return weights, frozen, None if compute == torch.float32 else compute
+
+
 class Trainer:
     """GRPO / PPO / GiGPO for multi-turn agents on agentgym envs (see ``TrainConfig``)."""
 
@@ -62,11 +77,11 @@ class Trainer:
         self.out.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(config.seed)
         self.device = pick_device(config.model.device)
-        dtype = config.model.dtype or ("float32" if self.device.type == "cpu" else "bfloat16")
+        weights_dtype, frozen_dtype, self.compute_dtype = precision(config, self.device)
 
         # The policy: a causal LM, with a LoRA adapter (peft) or fully trainable.
         self.tokenizer = AutoTokenizer.from_pretrained(config.model.path)
-        model = AutoModelForCausalLM.from_pretrained(config.model.path, dtype=getattr(torch, dtype)).to(self.device)
+        model = AutoModelForCausalLM.from_pretrained(config.model.path, dtype=weights_dtype).to(self.device)
         if config.model.gradient_checkpointing:
             model.gradient_checkpointing_enable()
             model.enable_input_require_grads()
@@ -94,7 +109,7 @@ class Trainer:
         # The KL reference: the base model (the adapter switched off under LoRA); none at weight 0.
         self.reference: nn.Module | None = None
         if self.algorithm.kl_weight > 0 and config.model.lora is None:
-            reference = AutoModelForCausalLM.from_pretrained(config.model.path, dtype=getattr(torch, dtype))
+            reference = AutoModelForCausalLM.from_pretrained(config.model.path, dtype=frozen_dtype)
             self.reference = reference.to(self.device).eval().requires_grad_(False)
         parameters = [p for p in self.model.parameters() if p.requires_grad]
         if self.value_head is not None:
@@ -102,7 +117,7 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=config.weight_decay)
 
         # The sampler: in-process generation, or a server that hot-loads our adapter.
-        self.generator = Generator(self.model, self.tokenizer)
+        self.generator = Generator(self.model, self.tokenizer, compute_dtype=self.compute_dtype)
         self.chat_tokens = ChatTokens(self.tokenizer, sorted(self.generator.eos_token_ids))
         rollout = config.rollout
         params = SamplingParams(
@@ -202,25 +217,27 @@ class Trainer:
     # ------------------------------------------------------------------------------ update
     def forward(self, token_ids: torch.Tensor, attention: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Token logprobs, entropies and (PPO) values for a padded batch."""
-        output = self.model(
-            input_ids=token_ids, attention_mask=attention, output_hidden_states=self.value_head is not None
-        )
-        logprobs, entropy = token_logprobs_and_entropy(output.logits, token_ids)
-        values = torch.zeros_like(logprobs)
-        if self.value_head is not None:
-            # The value of the state before token k comes from the hidden state at k - 1.
-            hidden = output.hidden_states[-1].float()
-            values = torch.cat([values[:, :1], self.value_head(hidden)[:, :-1, 0]], dim=1)
+        with autocast(self.device, self.compute_dtype):
+            output = self.model(
+                input_ids=token_ids, attention_mask=attention, output_hidden_states=self.value_head is not None
+            )
+            logprobs, entropy = token_logprobs_and_entropy(output.logits, token_ids)
+            values = torch.zeros_like(logprobs)
+            if self.value_head is not None:
+                # The value of the state before token k comes from the hidden state at k - 1.
+                hidden = output.hidden_states[-1].float()
+                values = torch.cat([values[:, :1], self.value_head(hidden)[:, :-1, 0].float()], dim=1)
         return logprobs, entropy, values
 
     def reference_logprobs(self, token_ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
         """Token logprobs under the reference (the base model with the adapter switched off under LoRA)."""
-        if self.reference is not None:
-            logits = self.reference(input_ids=token_ids, attention_mask=attention).logits
-        else:
-            with self.model.disable_adapter():
-                logits = self.model(input_ids=token_ids, attention_mask=attention).logits
-        return token_logprobs_and_entropy(logits, token_ids)[0]
+        with autocast(self.device, self.compute_dtype):
+            if self.reference is not None:
+                logits = self.reference(input_ids=token_ids, attention_mask=attention).logits
+            else:
+                with self.model.disable_adapter():
+                    logits = self.model(input_ids=token_ids, attention_mask=attention).logits
+            return token_logprobs_and_entropy(logits, token_ids)[0]
 
     def update(self, trajectories: list[Trajectory]) -> dict[str, float]:
         """``epochs`` passes of minibatch updates on the iteration's trajectories."""
