@@ -30,6 +30,7 @@ from gymnasium.envs.registration import load_env_creator
 from pettingzoo import AECEnv
 
 from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText, parse_action, quote
+from agentgym.tools import ToolCall
 
 #: A scripted player: (game, the agent it plays, a generator) -> its move.
 Player = Callable[["TextGame", str, random.Random], str]
@@ -314,6 +315,8 @@ class GameEnv(TextEnv):
 
     splits = GAME_SPLITS
     metadata = {**TextEnv.metadata, "inline_safe": True}
+    tool_file = "game_tools.yaml"
+    toolset = "game"
 
     def __init__(
         self,
@@ -357,6 +360,10 @@ class GameEnv(TextEnv):
     def extract_action(self, reply: str) -> str:
         self._reply = reply  # the game gets the whole reply: games with talk read the text before the action
         return super().extract_action(reply)
+
+    def tool_command(self, call: ToolCall) -> str:
+        # The game reads the whole reply (talk, then 'Action: <move>'): a call's template writes one.
+        return self.extract_action(super().tool_command(call))
 
     def _execute(self, command: str) -> str:
         game = self.game

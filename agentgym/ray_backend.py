@@ -235,8 +235,11 @@ class EnvActor:
         observation, info = self.env.reset(seed=seed, options=options)
         return observation, info, getattr(self.env, "task_id", None), getattr(self.env, "split", None)
 
-    def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: str | dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         return self.env.step(action)
+
+    def tools(self) -> list[dict[str, Any]] | None:
+        return self.env.tools() if hasattr(self.env, "tools") else None
 
     def render(self) -> Any:
         return self.env.render()
@@ -318,7 +321,8 @@ class RayEnv(gym.Env[Any, str]):
         observation, info, self.task_id, self.split = self._call("reset", seed, options)
         return observation, info
 
-    def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: str | dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Play one action in the actor: a text reply, or a tool call or assistant message (a dict)."""
         return self._call("step", action)
 
     def render(self) -> Any:
@@ -349,6 +353,10 @@ class RayEnv(gym.Env[Any, str]):
     def available_actions(self) -> list[str] | None:
         """The legal commands now, or None where the action set is not enumerable."""
         return self._call("available_actions")
+
+    def tools(self) -> list[dict[str, Any]] | None:
+        """The env's actions as OpenAI function tools (see docs/tool-calls.md)."""
+        return self._call("tools")
 
     # ---- the actor --------------------------------------------------------------------
 

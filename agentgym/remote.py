@@ -112,6 +112,7 @@ class RemoteEnv(gym.Env[str, str]):
             raise
         self.observation_space = space_from_description(description["observation_space"])
         self.action_space = space_from_description(description["action_space"])
+        self._tools = description.get("tools")
         # Calls do network I/O: never run them on an event loop.
         self._metadata = {**description["metadata"], "inline_safe": False}
         self.render_mode = description["render_mode"]
@@ -147,9 +148,9 @@ class RemoteEnv(gym.Env[str, str]):
         self.task_id, self.split = info.get("task_id"), info.get("split")
         return decode_observation(answer["observation"]), info
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Play one action on the server."""
-        if not isinstance(action, str):  # as TextEnv.step reads it
+    def step(self, action: str | dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Play one action on the server: a text reply, or a tool call or assistant message (a dict)."""
+        if not isinstance(action, (str, dict)):  # as TextEnv.step reads it
             action = action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
         answer = self._call("step", {"action": action})
         return (
@@ -197,6 +198,10 @@ class RemoteEnv(gym.Env[str, str]):
     def available_actions(self) -> list[str] | None:
         """The legal commands now, or None where the action set is not enumerable."""
         return self._call("available_actions", {})["actions"]
+
+    def tools(self) -> list[dict[str, Any]] | None:
+        """The env's actions as OpenAI function tools (see docs/tool-calls.md)."""
+        return self._tools
 
     # ---- HTTP -------------------------------------------------------------------------
 

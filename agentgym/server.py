@@ -10,13 +10,15 @@ and the ``process`` and ``docker`` backends run it. JSON in, JSON out:
   kwargs, max_episode_steps, spaces, metadata, render_mode and splits, enough to rebuild
   the env's interface on the client.
 * ``POST /sessions/{id}/reset`` ``{"seed", "options"}`` → ``{"observation", "info"}``;
-  ``POST /sessions/{id}/step`` ``{"action"}`` → ``{"observation", "reward", "terminated",
+  ``POST /sessions/{id}/step`` ``{"action"}`` (a text reply, or a tool call / assistant
+  message object: docs/tool-calls.md) → ``{"observation", "reward", "terminated",
   "truncated", "info"}`` (a dict observation's numpy arrays, such as a screenshot, travel as
   ``{"__ndarray__": base64 of zlib-compressed bytes, "dtype", "shape"}``: :func:`encode_observation`);
   ``.../render`` → ``{"render"}``; the baselines' calls
   ``.../oracle_action`` → ``{"action"}``, ``.../random_action`` ``{"seed"}`` or
   ``{"rng_state"}`` (a ``random.Random`` state, returned advanced) → ``{"action",
-  "rng_state"}``, and ``.../available_actions`` → ``{"actions"}``.
+  "rng_state"}``, and ``.../available_actions`` → ``{"actions"}``. The env description
+  holds ``tools``, the env's function tools (docs/tool-calls.md).
 * ``DELETE /sessions/{id}`` closes the env; ``GET /sessions`` lists the open sessions.
 * ``GET /health`` (liveness and the served ids) and ``GET /metrics`` (sessions, calls,
   steps, errors by type, resident memory).
@@ -73,7 +75,7 @@ import numpy as np
 from gymnasium import spaces
 
 from agentgym.backends import inline_safe
-from agentgym.core import UnicodeText
+from agentgym.core import TextOrToolCall, UnicodeText
 from agentgym.registry import known_ids_hint, list_envs
 
 if TYPE_CHECKING:
@@ -109,6 +111,8 @@ def describe_space(space: spaces.Space) -> dict[str, Any]:
     Handles :class:`~agentgym.core.UnicodeText`, ``Box`` (bounds sent as one number when
     they are uniform, so a screenshot's space stays small) and ``Dict`` of those.
     """
+    if isinstance(space, TextOrToolCall):
+        return {"type": "TextOrToolCall", "min_length": space.min_length, "max_length": space.max_length}
     if isinstance(space, UnicodeText):
         return {"type": "UnicodeText", "min_length": space.min_length, "max_length": space.max_length}
     if isinstance(space, spaces.Box):
@@ -131,6 +135,8 @@ def _bound(values: np.ndarray) -> Any:
 
 def space_from_description(description: dict[str, Any]) -> spaces.Space:
     """The space :func:`describe_space` described."""
+    if description["type"] == "TextOrToolCall":
+        return TextOrToolCall(description["max_length"], min_length=description["min_length"])
     if description["type"] == "UnicodeText":
         return UnicodeText(description["max_length"], min_length=description["min_length"])
     if description["type"] == "Box":
@@ -228,7 +234,9 @@ def _reset(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
 
 
 def _step(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
-    action = _field(body, "action", str)
+    action = body.get("action")
+    if not isinstance(action, dict):  # a tool call or assistant message object, or else a text reply
+        action = _field(body, "action", str)
 
     def step() -> dict[str, Any]:
         observation, reward, terminated, truncated, info = env.step(action)
@@ -262,6 +270,12 @@ def _random_action(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str,
 
 def _available_actions(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
     return lambda: {"actions": env.unwrapped.available_actions()}
+
+
+def env_tools(env: gym.Env) -> list[dict[str, Any]] | None:
+    """The env's function tools (OpenAI shape), or None for an env that declares none."""
+    tools = getattr(env.unwrapped, "tools", None)
+    return tools() if callable(tools) else None
 
 
 CALLS: dict[str, Callable[[gym.Env, dict[str, Any]], Callable[[], dict[str, Any]]]] = {
@@ -492,6 +506,7 @@ def describe_env(env: gym.Env, env_id: str, kwargs: dict[str, Any]) -> dict[str,
         "metadata": env.metadata,
         "render_mode": env.render_mode,
         "splits": splits.counts() if splits is not None else None,
+        "tools": env_tools(env),
     }
 
 

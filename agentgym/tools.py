@@ -18,6 +18,9 @@ toolset name (``default``, or the ``toolset`` a class names) to a list of tools:
 family's own text command (the one ``_execute`` already understands), or a list of
 templates: the first whose fields are all among the call's arguments is used, so
 optional parameters pick the longer form (``["cat {file} {start}-{end}", "cat {file}"]``).
+A field written ``{name!j}`` is filled with the argument as JSON (``type({id}, {text!j})``
+gives ``type(4, "hello")``); other fields with the argument as plain text.
+:func:`command_to_tool_call` runs a template backwards: text command to tool call.
 
 A call is checked against its tool's ``parameters`` before it is turned into a command;
 the schemas use a small subset of JSON Schema that :func:`check_arguments` validates
@@ -33,7 +36,9 @@ call is malformed. See docs/tool-calls.md.
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -111,11 +116,21 @@ class Tool:
         }
 
     def command(self, arguments: Mapping[str, Any]) -> str:
-        """The text command a (checked) call maps onto: the first template it fills."""
+        """The text command a (checked) call maps onto: the first template it fills.
+
+        A template is used only if it names every argument given (an argument it would
+        drop must pick another form) and the call gives every field it names.
+        """
+        given = set(arguments)
         for template in self.templates:
-            if all(name in arguments for name in _fields(template)):
-                return template.format_map({key: _text(value) for key, value in arguments.items()})
-        raise ToolCallError(f"no form of {self.name!r} takes just the arguments {sorted(arguments)}")
+            if set(_fields(template)) == given:
+                return _FORMATTER.vformat(template, (), arguments)
+        forms = " or ".join(f"({', '.join(_fields(template))})" for template in self.templates)
+        raise ToolCallError(
+            f"{self.name} takes the arguments {forms}, not ({', '.join(arguments)})"
+            if len(self.templates) > 1
+            else f"{self.name} cannot take the arguments ({', '.join(arguments)})"
+        )
 
 
 @dataclass(frozen=True)
@@ -129,6 +144,21 @@ class ToolCall:
     def as_info(self) -> dict[str, Any]:
         """The call as ``info["tool_call"]`` reports it."""
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+class _CommandFormatter(string.Formatter):
+    """Formats arguments as command text; the ``!j`` conversion writes JSON."""
+
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        if conversion == "j":
+            return json.dumps(value, ensure_ascii=False)
+        return _text(value) if conversion is None else super().convert_field(value, conversion)
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        return value if isinstance(value, str) and not format_spec else super().format_field(value, format_spec)
+
+
+_FORMATTER = _CommandFormatter()
 
 
 def _text(value: Any) -> str:
@@ -172,6 +202,9 @@ def tool_from_spec(spec: Mapping[str, Any], where: str = "a tool") -> Tool:
         raise ValueError(f"{where}: command must be a template string or a list of them")
     known = set(parameters.get("properties", {}))
     for template in templates:
+        conversions = {conversion for _, name, _, conversion in string.Formatter().parse(template) if name is not None}
+        if conversions - {None, "j"}:
+            raise ValueError(f"{where}: command {template!r}: the only field conversion is !j (JSON)")
         missing = set(_fields(template)) - known
         if missing:
             raise ValueError(f"{where}: command {template!r} uses fields {sorted(missing)} that are not parameters")
@@ -204,6 +237,8 @@ def load_tools(package: str, filename: str, toolset: str = DEFAULT_TOOLSET) -> t
     ``None`` when the package has no such file; ``KeyError`` when the file lacks the
     toolset; ``ValueError`` when a declaration is malformed. Cached per arguments.
     """
+    if not package:  # a class defined in a top-level module (a script, a test) has no package data
+        return None
     try:
         text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError, NotADirectoryError):
@@ -388,3 +423,91 @@ def resolve_call(tools: tuple[Tool, ...], call: ToolCall) -> str:
                 raise ToolCallError(str(error), call, (call.id,)) from None
     names = ", ".join(tool.name for tool in tools)
     raise ToolCallError(f"there is no tool {call.name!r}; the tools are {names}", call, (call.id,))
+
+
+# ---- text commands back to tool calls -----------------------------------------------------
+
+_LITERAL = r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|\[.*?\]|-?\d+(?:\.\d+)?|true|false|null'
+
+
+def _template_pattern(template: str, parameters: Mapping[str, Any]) -> re.Pattern[str]:
+    """A regular expression that matches what ``template`` produces, one group per field."""
+    properties = parameters.get("properties", {})
+    parts = []
+    for literal, name, _, conversion in string.Formatter().parse(template):
+        parts.append(re.escape(literal))
+        if name is None:
+            continue
+        schema = properties.get(name, {})
+        if conversion == "j":
+            body = _LITERAL
+        elif "enum" in schema:
+            body = "|".join(re.escape(_text(choice)) for choice in sorted(schema["enum"], key=lambda c: -len(str(c))))
+        elif schema.get("type") == "integer":
+            body = r"-?\d+"
+        elif schema.get("type") == "number":
+            body = r"-?\d+(?:\.\d+)?"
+        else:
+            body = r".+?"
+        parts.append(f"(?P<{name}>{body})")
+    return re.compile("".join(parts), re.DOTALL)
+
+
+def _value(text: str, schema: Mapping[str, Any], conversion: str | None) -> Any:
+    if conversion == "j":  # JSON, or the Python literal a text command may hold instead ('...' quotes)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return ast.literal_eval(text)
+    if "enum" in schema:
+        return next(choice for choice in schema["enum"] if _text(choice) == text)
+    kind = schema.get("type")
+    if kind == "integer":
+        return int(text)
+    if kind == "number":
+        return float(text) if "." in text else int(text)
+    if kind == "boolean":
+        return text == "true"
+    return text
+
+
+def command_to_tool_call(tools: tuple[Tool, ...], command: str) -> ToolCall | None:
+    """The tool call that maps onto the text ``command``, or ``None`` if no tool's template yields it.
+
+    Templates are tried with the most literal text first (so ``take {object} from
+    {container}`` wins over ``take {object}``, and a catch-all ``{command}`` comes last);
+    a match counts only if the call passes its schema and maps back onto ``command``
+    (exactly; for templates with ``!j`` fields, onto a command that reads back as the
+    same arguments, since ``'a'`` and ``"a"`` are one literal). Useful to turn text trajectories (an oracle's, a dataset's) into tool calls.
+    """
+    forms = [(tool, template) for tool in tools for template in tool.templates]
+    forms.sort(key=lambda form: -sum(len(literal) for literal, *_ in string.Formatter().parse(form[1])))
+    for tool, template in forms:
+        match = _template_pattern(template, tool.parameters).fullmatch(command)
+        if match is None:
+            continue
+        conversions = {name: conversion for _, name, _, conversion in string.Formatter().parse(template) if name}
+        properties = tool.parameters.get("properties", {})
+        try:
+            arguments = {
+                name: _value(text, properties.get(name, {}), conversions[name]) for name, text in match.groupdict().items()
+            }
+            check_arguments(tool.parameters, arguments)
+            rendered = tool.command(arguments)
+            if rendered != command and not (
+                "j" in conversions.values() and _read_back(tool, template, rendered) == arguments
+            ):
+                continue
+        except (ToolCallError, ValueError, SyntaxError, StopIteration):
+            continue
+        return ToolCall(tool.name, arguments)
+    return None
+
+
+def _read_back(tool: Tool, template: str, command: str) -> dict[str, Any] | None:
+    match = _template_pattern(template, tool.parameters).fullmatch(command)
+    if match is None:
+        return None
+    conversions = {name: conversion for _, name, _, conversion in string.Formatter().parse(template) if name}
+    properties = tool.parameters.get("properties", {})
+    return {name: _value(text, properties.get(name, {}), conversions[name]) for name, text in match.groupdict().items()}

@@ -1421,6 +1421,8 @@ _RANDOM_COMMANDS = ("ls", "ls -a", "pwd", "find . -type f | sort", "find . -type
 class BashEnv(TextEnv):
     """Shell tasks in a sandboxed work dir; see the module docstring for the rules."""
 
+    toolset = "bash"  # in tools.yaml
+
     splits = BASH_SPLITS
     max_observation_chars = 20_000
 

@@ -2783,6 +2783,8 @@ def parse_summary(output: str) -> dict[str, int]:
 class BugFixEnv(TextEnv):
     """Fix the injected bug of a generated repository; see the module docstring for the rules."""
 
+    toolset = "bugfix"  # in tools.yaml
+
     splits = BUGFIX_SPLITS
     max_observation_chars = 40_000
 

@@ -173,6 +173,8 @@ def fenced(code: str) -> str:
 class HumanEvalEnv(TextEnv):
     """HumanEval with test feedback and retries; see the module docstring for the rules."""
 
+    toolset = "humaneval"  # in tools.yaml
+
     splits = HUMANEVAL_SPLITS
     max_observation_chars = 20_000
 

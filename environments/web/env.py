@@ -74,6 +74,7 @@ class BrowserEnv(TextEnv):
         self.action_timeout_s = action_timeout_s
         self.page_timeout_s = page_timeout_s
         self.allow_goto = allow_goto
+        self.toolset = "with_goto" if allow_goto else "default"  # in tools.yaml
         self.fake_clock = fake_clock
         width, height = self.viewport
         entries: dict[str, spaces.Space] = {"text": UnicodeText(self.max_observation_chars)}
