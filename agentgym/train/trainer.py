@@ -344,21 +344,22 @@ class Trainer:
             if self.iteration % config.checkpoint_every == 0 or self.iteration == config.iterations:
                 self.save_checkpoint()
 
-    def evaluate(self, temperature: float = 0.0) -> dict[str, float]:
-        """Episodes on ``eval_split`` through the runner, greedy unless ``temperature`` > 0.
+    def evaluate(self, temperature: float = 0.0, split: str | None = None) -> dict[str, float]:
+        """Episodes on ``split`` (default ``eval_split``) through the runner, greedy unless ``temperature`` > 0.
 
-        Results go to ``out/eval/iteration-N`` (``iteration-N-temperature-T`` when sampling);
-        sampled episodes draw from seeds derived from the episode's seed, so they replay exactly.
+        Results go to ``out/eval/iteration-N`` (``-temperature-T`` added when sampling, ``-SPLIT``
+        for another split than ``eval_split``); sampled episodes draw from seeds derived from the
+        episode's seed, so they replay exactly.
         """
         config = self.config
+        split = split or config.eval_split
         items = [
-            EvalItem(
-                env.id, config.eval_episodes, config.eval_split, config.rollout.turns_at(self.iteration), env.kwargs
-            )
+            EvalItem(env.id, config.eval_episodes, split, config.rollout.turns_at(self.iteration), env.kwargs)
             for env in config.envs
         ]
         records: list[dict[str, Any]] = []
         name = f"iteration-{self.iteration:06d}" + (f"-temperature-{temperature:g}" if temperature > 0 else "")
+        name += f"-{split}" if split != config.eval_split else ""
 
         async def run() -> None:
             policy = self._eval_policy(temperature)
