@@ -410,6 +410,8 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser(command.name, help=command.help, add_help=False)
     # `main` hands `train`'s arguments to agentgym.train.cli (imported only then: it needs torch).
     commands.add_parser("train", help="train a policy with GRPO, PPO or GiGPO from a YAML config", add_help=False)
+    # `main` hands `mcp`'s arguments to agentgym.integrations.mcp (imported only then: it needs the mcp SDK).
+    commands.add_parser("mcp", help="serve an env to MCP clients (stdio or streamable HTTP)", add_help=False)
 
     serve_model = commands.add_parser(
         "serve-model", help="serve a local Hugging Face model with an OpenAI-compatible API"
@@ -446,6 +448,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agentgym.train.cli import main as train
 
         return train(argv[1:])
+    if argv and argv[0] == "mcp":
+        from agentgym.integrations.mcp import main as mcp
+
+        return mcp(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
