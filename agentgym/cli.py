@@ -252,34 +252,28 @@ def _arena(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from agentgym.arena import format_ratings, ratings
-    from agentgym.leaderboard import LeaderboardError, collect, format_markdown, format_terminal, write_html
-    from agentgym.results import read_run
+    from agentgym.leaderboard import (
+        LeaderboardError,
+        collect,
+        format_markdown,
+        format_terminal,
+        load_prices,
+        parse_price,
+        write_html,
+    )
 
-    arenas = [folder for folder in args.dirs if _is_arena(folder)]
-    evals = [folder for folder in args.dirs if folder not in arenas]
-    for folder in arenas:
-        print(format_ratings(read_run(Path(folder))["game"], ratings(folder)) + "\n")
-    if not evals:
-        return 0
     try:
-        rows = write_html(evals, args.html) if args.html else collect(evals)
+        prices = load_prices(args.prices) if args.prices else {}
+        prices.update(parse_price(text) for text in args.price or [])
+        options = {"prices": prices, "strict": args.strict}
+        board = write_html(args.dirs, args.html, **options) if args.html else collect(args.dirs, **options)
     except LeaderboardError as error:
         print(f"agentgym: {error}", file=sys.stderr)
         return 2
     if args.markdown:
-        Path(args.markdown).write_text(format_markdown(rows), encoding="utf-8")
-    print(format_terminal(rows))
+        Path(args.markdown).write_text(format_markdown(board), encoding="utf-8")
+    print(format_terminal(board))
     return 0
-
-
-def _is_arena(folder: str) -> bool:
-    from agentgym.results import read_run
-
-    try:
-        return read_run(Path(folder)).get("kind") == "arena"
-    except (OSError, ValueError):
-        return False
 
 
 def _serve_model(args: argparse.Namespace) -> int:
@@ -397,9 +391,20 @@ def build_parser() -> argparse.ArgumentParser:
     arena.set_defaults(run=_arena)
 
     board = commands.add_parser("leaderboard", help="rank policies from results folders (terminal, Markdown, HTML)")
-    board.add_argument("dirs", nargs="+", metavar="DIR", help="results folders written by `agentgym eval`")
+    board.add_argument(
+        "dirs", nargs="+", metavar="DIR", help="folders holding runs at any depth (eval, arena and training runs)"
+    )
     board.add_argument("--markdown", metavar="FILE", help="also write the tables as GitHub Markdown")
-    board.add_argument("--html", metavar="FILE", help="also write a static HTML page with a trajectory viewer")
+    board.add_argument(
+        "--html", metavar="FILE", help="also write a static HTML page (trajectories in FILE's stem + _files/)"
+    )
+    board.add_argument(
+        "--price", action="append", metavar="POLICY=IN,OUT", help="dollars per million input,output tokens (repeatable)"
+    )
+    board.add_argument("--prices", metavar="FILE", help="YAML/JSON prices: {POLICY: {input: X, output: Y}}")
+    board.add_argument(
+        "--strict", action="store_true", help="refuse runs whose env fingerprints differ (default: mark and leave out)"
+    )
     board.set_defaults(run=_leaderboard)
 
     serve = commands.add_parser("serve", help=SERVE_HELP)

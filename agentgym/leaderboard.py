@@ -1,29 +1,48 @@
-"""Leaderboards from results folders: terminal and Markdown tables, and a static HTML page.
+"""Leaderboards from folders of runs: terminal and Markdown tables, and a static HTML page.
 
-Every statistic is computed per (policy, env) over the episodes of all given folders:
+**Finding runs.** :func:`discover` walks every folder it is given: a folder holding
+``run.json`` and ``episodes.jsonl`` is a run (an ``agentgym eval`` run, or an arena when
+its ``run.json`` says ``"kind": "arena"``); a folder holding ``metrics.jsonl`` is a
+training run, whose ``eval/iteration-N`` runs give its learning curve and whose latest
+greedy evaluation joins the leaderboard as ``<training run> @ iteration N``. So
+``agentgym leaderboard results/quick`` (the folder the main job writes) finds both runs.
+
+**Per policy and env** (:class:`LeaderboardRow`), over the episodes of all runs:
 
 - ``episodes`` counts the finished episodes with status ``ok``; ``errored`` counts the
   others (a crashed model server, a timeout). Errored episodes are infrastructure
   failures that ``agentgym eval --retry-errors`` redoes, so they are left out of every
   rate and mean, and shown apart so that a reader sees how complete a row is.
 - ``success_rate`` is successes / ok episodes, with its 95% Wilson interval.
-- ``mean_score`` and ``mean_steps`` are means over ok episodes; ``mean_tokens`` (prompt +
-  completion) is the mean over the ok episodes that report tokens (None when none do).
-- ``wall_s`` sums the episodes' own wall times, errored ones included: it is the compute
-  the row cost; episodes run concurrently, so it exceeds the run's elapsed time.
+- ``mean_score``, ``mean_steps``, ``mean_tokens_in``/``_out`` and ``episode_s`` (seconds
+  per episode) are means over ok episodes (token means over those that report tokens).
 
-The policy of an episode is its record's ``policy`` name (else the run's
-``policy_info.name``, else its spec string), so one policy may be spread over several
-folders. A leaderboard compares one split, and a policy may hold an episode key only
-once: anything else raises :class:`LeaderboardError` rather than mixing or double
+**Per policy** (:class:`PolicySummary`), the overall rank: the *macro average over
+families* — each family's success is the unweighted mean of its envs' rates, the overall
+success the unweighted mean over families — so that a family of 130 MiniWoB tasks counts
+as much as one Sokoban. Its 95% interval is :func:`agentgym.stats.macro_interval`: the
+normal approximation of that weighted sum of independent per-env rates, each env's
+variance taken at its Agresti-Coull (Wilson-adjusted) rate, so that envs at 0% or 100%
+still count as uncertain. Each family's success has its interval by the same formula.
+Means over different env sets are not comparable, so policies are grouped by the exact
+set of envs they have ok episodes on and ranked within each group (most leaderboards
+have one group). Also per policy: tokens in/out and cost over all its episodes (errored
+ones were paid for too), its **wall time** (the time during which at least one of its
+episodes was in flight: the union of the episodes' [start, end] intervals, so concurrent
+episodes are not summed and the gap between a run and its resumption is not counted),
+and **episode time** (the sum of its episodes' own durations: the compute they took).
+
+**Policies** are named by each episode's ``policy`` (else the run's ``policy_info.name``)
+and the run's ``action_format`` (``text`` when absent): the same model prompted with
+native tools is another row. One policy may be spread over several runs.
+
+**Fingerprints.** A run's ``run.json`` may hold ``env_fingerprints`` (env id -> the hash
+of its task set, or null). When runs disagree on a non-null fingerprint of one env id,
+their numbers for it measure different tasks: the env's rows are marked, listed in
+:attr:`Leaderboard.mismatches`, and left out of every overall aggregate (``strict=True``
+refuses instead). A leaderboard compares one split, and a policy may hold an episode key
+only once; anything else raises :class:`LeaderboardError` rather than mixing or double
 counting episodes.
-
-The **overall** view (:func:`overall`) ranks policies by their macro-averaged success:
-the unweighted mean of their per-env success rates, so that every env counts the same
-whatever its episode count. Means over different env sets are not comparable, so
-policies are grouped by the exact set of envs they have ok episodes on and ranked within
-each group; most leaderboards have one group. The tables show groups of two envs or more
-(on one env, the per-env ranking says it all).
 """
 
 from __future__ import annotations
@@ -31,34 +50,179 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+import re
+import shutil
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import agentgym
 from agentgym.results import EPISODES_FILE, RUN_FILE, read_episodes, read_run
-from agentgym.stats import wilson_interval
+from agentgym.stats import macro_interval, wilson_interval
 from agentgym.table import format_table
 
 #: Where the HTML template takes the embedded data.
 DATA_MARKER = "<!--agentgym:data-->"
-#: Episode fields the HTML index holds; the rest of a record goes into its lazy detail.
-_INDEX_FIELDS = ("key", "env", "split", "task_id", "repeat", "policy", "status", "success", "score", "steps")
+#: A training run's folder holds this file (see :mod:`agentgym.train.trainer`).
+METRICS_FILE = "metrics.jsonl"
+#: At most this many episodes, and about this many bytes, per trajectory file of the HTML page.
+CHUNK_EPISODES = 50
+CHUNK_BYTES = 1 << 20
+_EVAL_FOLDER = re.compile(r"iteration-(\d+)(?:-temperature-([0-9.eE+-]+))?$")
 
 
 class LeaderboardError(ValueError):
-    """Folders that cannot make one leaderboard (not results folders, mixed splits, duplicates)."""
+    """Folders that cannot make one leaderboard (no runs, mixed splits, duplicates, mismatches)."""
+
+
+# ---- finding runs ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """One results folder found by :func:`discover`."""
+
+    path: Path
+    label: str  #: its path from (and including) the folder it was found under
+    run: dict[str, Any]  #: its ``run.json``
+    training: str | None = None  #: the label of the training run it evaluates
+    iteration: int | None = None  #: the training iteration it evaluates
+    temperature: float | None = None  #: its sampling temperature (None: greedy)
+
+    @property
+    def is_arena(self) -> bool:
+        return self.run.get("kind") == "arena"
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """A training run's folder: its ``metrics.jsonl`` rows and its evaluation runs."""
+
+    path: Path
+    label: str
+    metrics: list[dict[str, Any]]
+    evals: list[RunFolder]
+
+
+@dataclass
+class Found:
+    """What :func:`discover` found: eval runs, arenas and training runs."""
+
+    evals: list[RunFolder] = field(default_factory=list)
+    arenas: list[RunFolder] = field(default_factory=list)
+    trainings: list[TrainingRun] = field(default_factory=list)
+
+
+def _read_run_json(folder: Path) -> dict[str, Any]:
+    try:
+        run = read_run(folder)
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as error:
+        raise LeaderboardError(f"{folder}/{RUN_FILE} is not readable: {error}") from error
+    if not isinstance(run, dict) or ("policy" not in run and run.get("kind") != "arena"):
+        raise LeaderboardError(f"{folder}/{RUN_FILE} is not a run configuration (no 'policy')")
+    return run
+
+
+def _read_metrics(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short by a crash
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def discover(paths: Sequence[Path | str]) -> Found:
+    """Every run under ``paths`` (each a run folder or any folder holding runs, at any depth).
+
+    Raises :class:`LeaderboardError` for a path that does not exist or holds no run.
+    A run reached twice (a folder and its parent both given) is taken once.
+    """
+    found = Found()
+    seen: set[Path] = set()
+    labels: set[str] = set()
+    for given in paths:
+        root = Path(given)
+        if not root.is_dir():
+            what = "does not exist" if not root.exists() else "is not a folder"
+            raise LeaderboardError(f"{given} {what}; pass folders that hold runs written by `agentgym eval`")
+        trainings: dict[Path, TrainingRun] = {}
+        count = 0
+        for folder, subfolders, files in os.walk(root):
+            subfolders.sort()
+            here = Path(folder)
+            if METRICS_FILE in files and here.resolve() not in trainings:
+                label = _unique(_label(root, here), labels)
+                training = TrainingRun(here, label, _read_metrics(here / METRICS_FILE), [])
+                trainings[here.resolve()] = training
+                found.trainings.append(training)
+            if RUN_FILE not in files or EPISODES_FILE not in files:
+                continue
+            subfolders[:] = []  # a run holds no runs (only e.g. its screenshots)
+            count += 1
+            if here.resolve() in seen:
+                continue
+            seen.add(here.resolve())
+            run = _read_run_json(here)
+            owner = trainings.get(here.resolve().parent.parent) if here.parent.name == "eval" else None
+            match = _EVAL_FOLDER.match(here.name) if owner else None
+            folder_run = RunFolder(
+                here,
+                _unique(_label(root, here), labels),
+                run,
+                training=owner.label if owner else None,
+                iteration=int(match[1]) if match else None,
+                temperature=float(match[2]) if match and match[2] else None,
+            )
+            if owner is not None:
+                owner.evals.append(folder_run)
+            elif folder_run.is_arena:
+                found.arenas.append(folder_run)
+            else:
+                found.evals.append(folder_run)
+        if count == 0:
+            raise LeaderboardError(
+                f"{given} holds no runs (folders with {RUN_FILE} and {EPISODES_FILE}, as `agentgym eval` writes)"
+            )
+    for training in found.trainings:
+        training.evals.sort(key=lambda run: (run.iteration or 0, run.temperature or 0.0))
+        greedy = [run for run in training.evals if run.temperature is None]
+        if greedy:
+            found.evals.append(greedy[-1])
+    return found
+
+
+def _label(root: Path, folder: Path) -> str:
+    name = root.resolve().name or str(root)
+    relative = folder.relative_to(root).as_posix()
+    return name if relative == "." else f"{name}/{relative}"
+
+
+def _unique(label: str, taken: set[str]) -> str:
+    candidate, number = label, 2
+    while candidate in taken:
+        candidate, number = f"{label} ({number})", number + 1
+    taken.add(candidate)
+    return candidate
+
+
+# ---- the board -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class LeaderboardRow:
-    """The results of one policy on one env, over all given folders (see the module docstring)."""
+    """The results of one policy on one env, over all runs (see the module docstring)."""
 
     policy: str
+    action_format: str
     env: str
+    family: str
     episodes: int
     errored: int
     successes: int
@@ -67,21 +231,197 @@ class LeaderboardRow:
     ci_high: float
     mean_score: float | None
     mean_steps: float | None
-    mean_tokens: float | None
-    wall_s: float
-    folders: tuple[str, ...]
+    mean_tokens_in: float | None
+    mean_tokens_out: float | None
+    episode_s: float | None
+    mismatch: bool
+    runs: tuple[str, ...]
+
+    @property
+    def mean_tokens(self) -> float | None:
+        """Mean tokens (in + out) per ok episode that reports tokens."""
+        if self.mean_tokens_in is None:
+            return None
+        return self.mean_tokens_in + (self.mean_tokens_out or 0.0)
 
 
 @dataclass(frozen=True)
-class OverallRow:
-    """A policy's macro average over ``envs``: the unweighted mean of its per-env rates."""
+class FamilyScore:
+    """A policy's macro-averaged success over one family's envs, with its 95% interval."""
+
+    success_rate: float
+    ci_low: float
+    ci_high: float
+    envs: int
+
+
+@dataclass(frozen=True)
+class PolicySummary:
+    """A policy's overall row: macro average over families, totals, times (module docstring)."""
 
     policy: str
-    envs: tuple[str, ...]
-    success_rate: float
-    mean_score: float
+    action_format: str
+    rank: int | None
+    group: int | None  #: index of its env set in :attr:`Leaderboard.groups` (None: nothing ranked)
+    success_rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    mean_score: float | None
+    families: dict[str, FamilyScore]
     episodes: int
     errored: int
+    mean_steps: float | None
+    tokens_in: int
+    tokens_out: int
+    cost: float | None
+    wall_s: float | None
+    episode_s: float
+    runs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One eval run: what it is, how long it took (wall: union of episode intervals)."""
+
+    label: str
+    policy: str
+    action_format: str
+    agentgym_version: str | None
+    created: str | None
+    suite: str | None
+    split: str | None
+    episodes: int
+    errored: int
+    wall_s: float | None
+    episode_s: float
+    first_start: str | None
+    last_end: str | None
+    training: str | None
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """An env id whose task-set fingerprint differs between runs: ``fingerprints[fp] = run labels``."""
+
+    env_id: str
+    fingerprints: dict[str, list[str]]
+
+    def describe(self) -> str:
+        parts = "; ".join(f"{fp[:12]} in {', '.join(runs)}" for fp, runs in self.fingerprints.items())
+        return f"{self.env_id} has different task sets ({parts})"
+
+
+@dataclass(frozen=True)
+class ArenaBoard:
+    """The ratings of one arena folder."""
+
+    game: str
+    label: str
+    ratings: list[Any]  #: :class:`agentgym.arena.Rating` rows, best first
+
+
+@dataclass(frozen=True)
+class EvalPoint:
+    """One evaluation of a training run: success over its ok episodes, Wilson interval."""
+
+    iteration: int
+    temperature: float | None
+    episodes: int
+    success_rate: float | None
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class LearningCurve:
+    """A training run's metrics per iteration and its evaluations."""
+
+    label: str
+    metrics: list[dict[str, Any]]
+    evals: list[EvalPoint]
+
+
+@dataclass
+class Leaderboard:
+    """Everything the tables and the page show (see :func:`collect`)."""
+
+    rows: list[LeaderboardRow]
+    policies: list[PolicySummary]
+    groups: list[tuple[str, ...]]  #: the env sets policies are ranked within, largest first
+    families: dict[str, list[str]]  #: family -> its env labels
+    runs: list[RunSummary]
+    mismatches: list[Mismatch]
+    arenas: list[ArenaBoard]
+    curves: list[LearningCurve]
+    split: str | None
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def policy_name(run: dict[str, Any]) -> str:
+    """The display name of a run's policy: ``policy_info.name``, else its spec string."""
+    return (run.get("policy_info") or {}).get("name") or str(run.get("policy", "?"))
+
+
+def action_format(run: dict[str, Any]) -> str:
+    """How a run's policy acted: ``"text"`` (a reply parsed for its action; the default) or ``"tools"``."""
+    return str(run.get("action_format") or "text")
+
+
+def family_of(env_id: str) -> str:
+    """The family of a registered env id; for an unknown id, its name up to the first dash."""
+    from agentgym.registry import env_info
+
+    try:
+        return env_info(env_id).family
+    except KeyError:
+        return env_id.split("-", 1)[0].lower()
+
+
+def _env_id(record: dict[str, Any]) -> str:
+    return record.get("env_id") or record["env"].split("[", 1)[0]
+
+
+def _parse_time(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _iso(timestamp: float | None) -> str | None:
+    if timestamp is None:
+        return None
+    return datetime.fromtimestamp(timestamp, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+def busy_time(intervals: Iterable[tuple[float, float]]) -> float | None:
+    """The length of the union of ``[start, end]`` intervals: time with at least one in flight.
+
+    None when there are no intervals.
+    """
+    total, current = 0.0, None
+    for start, end in sorted(intervals):
+        if current is None or start > current[1]:
+            if current is not None:
+                total += current[1] - current[0]
+            current = [start, end]
+        else:
+            current[1] = max(current[1], end)
+    if current is None:
+        return None
+    return total + current[1] - current[0]
+
+
+def check_fingerprints(runs: Sequence[RunFolder]) -> list[Mismatch]:
+    """The env ids whose non-null ``env_fingerprints`` differ between ``runs``."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for run in runs:
+        for env_id, fingerprint in (run.run.get("env_fingerprints") or {}).items():
+            if fingerprint:
+                seen.setdefault(env_id, {}).setdefault(str(fingerprint), []).append(run.label)
+    return [Mismatch(env_id, by) for env_id, by in sorted(seen.items()) if len(by) > 1]
 
 
 @dataclass
@@ -91,59 +431,119 @@ class _Sums:
     successes: int = 0
     score: float = 0.0
     steps: float = 0.0
-    tokens: float = 0.0
+    tokens_in: float = 0.0
+    tokens_out: float = 0.0
     token_episodes: int = 0
-    wall_s: float = 0.0
-    folders: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    runs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _AgentTotals:
+    tokens_in: int = 0
+    tokens_out: int = 0
+    episode_s: float = 0.0
+    intervals: list[tuple[float, float]] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
 
 
 class _Board:
-    """Accumulates episodes folder by folder, checking that they make one leaderboard."""
+    """Accumulates episodes run by run, checking that they make one leaderboard."""
 
-    def __init__(self) -> None:
-        self.sums: dict[tuple[str, str], _Sums] = {}
-        self.splits: dict[str, str] = {}  # split -> first folder holding it
-        self.seen: dict[tuple[str, str], str] = {}  # (policy, episode key) -> folder
+    def __init__(self, mismatched: set[str]) -> None:
+        self.mismatched = mismatched
+        self.sums: dict[tuple[str, str, str], _Sums] = {}  # (policy, format, env label)
+        self.agents: dict[tuple[str, str], _AgentTotals] = {}
+        self.families: dict[str, str] = {}  # env label -> family
+        self.env_ids: dict[str, str] = {}  # env label -> env id
+        self.splits: dict[str, str] = {}  # split -> first run holding it
+        self.seen: dict[tuple[str, str, str], str] = {}  # (policy, format, key) -> run label
+        self.runs: list[RunSummary] = []
 
-    def add(self, folder: str, run: dict[str, Any], episodes: Iterable[dict[str, Any]]) -> None:
+    def add(self, folder: RunFolder, episodes: Iterable[dict[str, Any]], name: str | None = None) -> None:
+        run, label, fmt = folder.run, folder.label, action_format(folder.run)
+        intervals: list[tuple[float, float]] = []
+        counts = [0, 0]
+        seconds = 0.0
+        policy, split = name, None
         for record in episodes:
-            policy = record.get("policy") or policy_name(run)
+            policy = name or record.get("policy") or policy_name(run)
             split = record.get("split") or run.get("split", "")
-            self.splits.setdefault(split, folder)
+            self.splits.setdefault(split, label)
             if len(self.splits) > 1:
                 found = ", ".join(f"{name!r} ({where})" for name, where in self.splits.items())
-                raise LeaderboardError(f"a leaderboard compares one split; these folders hold {found}")
-            if (policy, record["key"]) in self.seen:
+                raise LeaderboardError(f"a leaderboard compares one split; these runs hold {found}")
+            identity = (policy, fmt, record["key"])
+            if identity in self.seen:
                 raise LeaderboardError(
-                    f"policy {policy!r} has episode {record['key']} in both {self.seen[policy, record['key']]} "
-                    f"and {folder}; pass each run once (use repeats within one run for more samples)"
+                    f"policy {policy!r} has episode {record['key']} in both {self.seen[identity]} and {label}; "
+                    "pass each run once (use repeats within one run for more samples)"
                 )
-            self.seen[policy, record["key"]] = folder
-            sums = self.sums.setdefault((policy, record["env"]), _Sums())
-            if folder not in sums.folders:
-                sums.folders.append(folder)
-            sums.wall_s += record.get("wall_s") or 0.0
+            self.seen[identity] = label
+            env = record["env"]
+            if env not in self.families:
+                self.env_ids[env] = _env_id(record)
+                self.families[env] = family_of(self.env_ids[env])
+            sums = self.sums.setdefault((policy, fmt, env), _Sums())
+            agent = self.agents.setdefault((policy, fmt), _AgentTotals())
+            for holder in (sums.runs, agent.runs):
+                if label not in holder:
+                    holder.append(label)
+            wall = float(record.get("wall_s") or 0.0)
+            agent.episode_s += wall
+            seconds += wall
+            start = _parse_time(record.get("started"))
+            if start is not None:
+                intervals.append((start, start + wall))
+                agent.intervals.append((start, start + wall))
+            tokens = record.get("tokens") or {}
+            agent.tokens_in += int(tokens.get("prompt") or 0)
+            agent.tokens_out += int(tokens.get("completion") or 0)
             if record.get("status", "ok") != "ok":
                 sums.errored += 1
+                counts[1] += 1
                 continue
+            counts[0] += 1
             sums.episodes += 1
             sums.successes += bool(record.get("success"))
             sums.score += record.get("score") or 0.0
             sums.steps += record.get("steps") or 0
-            tokens = record.get("tokens")
+            sums.seconds += wall
             if tokens:
-                sums.tokens += (tokens.get("prompt") or 0) + (tokens.get("completion") or 0)
+                sums.tokens_in += tokens.get("prompt") or 0
+                sums.tokens_out += tokens.get("completion") or 0
                 sums.token_episodes += 1
+        self.runs.append(
+            RunSummary(
+                label=label,
+                policy=policy or name or policy_name(run),
+                action_format=fmt,
+                agentgym_version=run.get("agentgym_version"),
+                created=run.get("created"),
+                suite=run.get("suite"),
+                split=split,
+                episodes=counts[0],
+                errored=counts[1],
+                wall_s=busy_time(intervals),
+                episode_s=seconds,
+                first_start=_iso(min((start for start, _ in intervals), default=None)),
+                last_end=_iso(max((end for _, end in intervals), default=None)),
+                training=folder.training,
+            )
+        )
 
     def rows(self) -> list[LeaderboardRow]:
         rows = []
-        for (policy, env), sums in self.sums.items():
+        for (policy, fmt, env), sums in self.sums.items():
             n = sums.episodes
             ci_low, ci_high = wilson_interval(sums.successes, n)
+            tokens = sums.token_episodes
             rows.append(
                 LeaderboardRow(
                     policy=policy,
+                    action_format=fmt,
                     env=env,
+                    family=self.families[env],
                     episodes=n,
                     errored=sums.errored,
                     successes=sums.successes,
@@ -152,54 +552,14 @@ class _Board:
                     ci_high=ci_high,
                     mean_score=sums.score / n if n else None,
                     mean_steps=sums.steps / n if n else None,
-                    mean_tokens=sums.tokens / sums.token_episodes if sums.token_episodes else None,
-                    wall_s=sums.wall_s,
-                    folders=tuple(sums.folders),
+                    mean_tokens_in=sums.tokens_in / tokens if tokens else None,
+                    mean_tokens_out=sums.tokens_out / tokens if tokens else None,
+                    episode_s=sums.seconds / n if n else None,
+                    mismatch=self.env_ids[env] in self.mismatched,
+                    runs=tuple(sums.runs),
                 )
             )
         return [row for _, row in ranked(rows)]
-
-
-def policy_name(run: dict[str, Any]) -> str:
-    """The display name of a run's policy: ``policy_info.name``, else its spec string."""
-    return (run.get("policy_info") or {}).get("name") or str(run.get("policy", "?"))
-
-
-def _check_folders(folders: Sequence[Path | str]) -> None:
-    """Fail before reading any episode if a folder is not a results folder."""
-    for folder in folders:
-        path = Path(folder)
-        if not (path / RUN_FILE).is_file():
-            what = "does not exist" if not path.exists() else f"has no {RUN_FILE}"
-            raise LeaderboardError(
-                f"{folder} is not a results folder ({what}); pass folders written by `agentgym eval`"
-            )
-
-
-def _read_folder(folder: Path | str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """``run.json`` and the episodes (by key) of a results folder, or a clear error."""
-    try:
-        run = read_run(Path(folder))
-        episodes = read_episodes(Path(folder) / EPISODES_FILE)
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError) as error:
-        raise LeaderboardError(f"{folder} is not a readable results folder: {error!r}") from error
-    if not isinstance(run, dict) or "policy" not in run:
-        raise LeaderboardError(f"{folder}/{RUN_FILE} is not a run configuration (no 'policy')")
-    return run, episodes
-
-
-def collect(folders: Sequence[Path | str]) -> list[LeaderboardRow]:
-    """One row per (policy, env) over all ``folders``, ranked by success within each env.
-
-    Raises :class:`LeaderboardError` for a folder that is not a results folder, for
-    folders of different splits, and for an episode of a policy found in two folders.
-    """
-    _check_folders(folders)
-    board = _Board()
-    for folder in folders:
-        run, episodes = _read_folder(folder)
-        board.add(str(folder), run, episodes.values())
-    return board.rows()
 
 
 def ranked(rows: Iterable[LeaderboardRow]) -> list[tuple[int | None, LeaderboardRow]]:
@@ -215,6 +575,7 @@ def ranked(rows: Iterable[LeaderboardRow]) -> list[tuple[int | None, Leaderboard
             -(row.success_rate or 0.0),
             -(row.mean_score or 0.0),
             row.policy,
+            row.action_format,
         ),
     )
     result: list[tuple[int | None, LeaderboardRow]] = []
@@ -228,59 +589,225 @@ def ranked(rows: Iterable[LeaderboardRow]) -> list[tuple[int | None, Leaderboard
     return result
 
 
-def overall(rows: Iterable[LeaderboardRow]) -> list[OverallRow]:
-    """Each policy's macro-averaged success and score over the envs it has ok episodes on.
-
-    Policies are grouped by that env set (largest sets first) and sorted by success
-    within a group: only policies of one group are comparable.
-    """
-    by_policy: dict[str, list[LeaderboardRow]] = {}
+def summarize(
+    rows: Sequence[LeaderboardRow],
+    agents: Mapping[tuple[str, str], _AgentTotals],
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> tuple[list[PolicySummary], list[tuple[str, ...]]]:
+    """Each policy's overall row (macro over families), ranked within its env-set group."""
+    prices = prices or {}
+    by_agent: dict[tuple[str, str], list[LeaderboardRow]] = {}
     for row in rows:
-        if row.success_rate is not None:
-            by_policy.setdefault(row.policy, []).append(row)
-    result = [
-        OverallRow(
-            policy=policy,
-            envs=tuple(sorted(row.env for row in group)),
-            success_rate=sum(row.success_rate or 0.0 for row in group) / len(group),
-            mean_score=sum(row.mean_score or 0.0 for row in group) / len(group),
-            episodes=sum(row.episodes for row in group),
-            errored=sum(row.errored for row in group),
+        by_agent.setdefault((row.policy, row.action_format), []).append(row)
+    for agent in agents:
+        by_agent.setdefault(agent, [])
+    drafts = []
+    for (policy, fmt), group in by_agent.items():
+        counted = [row for row in group if row.success_rate is not None and not row.mismatch]
+        families: dict[str, list[LeaderboardRow]] = {}
+        for row in counted:
+            families.setdefault(row.family, []).append(row)
+        scores = {
+            family: FamilyScore(*macro_interval([[(row.successes, row.episodes) for row in members]]), len(members))
+            for family, members in sorted(families.items())
+        }
+        if counted:
+            success, low, high = macro_interval(
+                [[(row.successes, row.episodes) for row in members] for members in families.values()]
+            )
+            score = sum(
+                sum(row.mean_score or 0.0 for row in members) / len(members) for members in families.values()
+            ) / len(families)
+        else:
+            success = low = high = score = None
+        ok = sum(row.episodes for row in group)
+        steps = sum((row.mean_steps or 0.0) * row.episodes for row in group)
+        totals = agents.get((policy, fmt), _AgentTotals())
+        price = prices.get(policy)
+        drafts.append(
+            (
+                tuple(sorted(row.env for row in counted)),
+                PolicySummary(
+                    policy=policy,
+                    action_format=fmt,
+                    rank=None,
+                    group=None,
+                    success_rate=success,
+                    ci_low=low,
+                    ci_high=high,
+                    mean_score=score,
+                    families=scores,
+                    episodes=ok,
+                    errored=sum(row.errored for row in group),
+                    mean_steps=steps / ok if ok else None,
+                    tokens_in=totals.tokens_in,
+                    tokens_out=totals.tokens_out,
+                    cost=None if price is None else (totals.tokens_in * price[0] + totals.tokens_out * price[1]) / 1e6,
+                    wall_s=busy_time(totals.intervals),
+                    episode_s=totals.episode_s,
+                    runs=tuple(totals.runs),
+                ),
+            )
         )
-        for policy, group in by_policy.items()
-    ]
-    return sorted(result, key=lambda row: (-len(row.envs), row.envs, -row.success_rate, -row.mean_score, row.policy))
+    sets = sorted({envs for envs, _ in drafts if envs}, key=lambda envs: (-len(envs), envs))
+    result = []
+    for envs, summary in drafts:
+        if not envs:
+            result.append(summary)
+            continue
+        peers = [other for other_envs, other in drafts if other_envs == envs]
+        rank = 1 + sum((other.success_rate or 0.0) > (summary.success_rate or 0.0) for other in peers)
+        result.append(replace(summary, rank=rank, group=sets.index(envs)))
+    result.sort(
+        key=lambda s: (
+            s.group is None,
+            s.group or 0,
+            -(s.success_rate or 0.0),
+            -(s.mean_score or 0.0),
+            s.policy,
+            s.action_format,
+        )
+    )
+    return result, sets
 
 
-def _overall_groups(rows: Sequence[LeaderboardRow]) -> list[tuple[tuple[str, ...], list[tuple[int, OverallRow]]]]:
-    """The overall rows by env set, each with its rank in its group (sets of two envs or more)."""
-    groups: dict[tuple[str, ...], list[OverallRow]] = {}
-    for row in overall(rows):
-        if len(row.envs) > 1:
-            groups.setdefault(row.envs, []).append(row)
-    return [
-        (envs, [(1 + sum(o.success_rate > row.success_rate for o in group), row) for row in group])
-        for envs, group in groups.items()
-    ]
+def _curve(training: TrainingRun) -> LearningCurve:
+    points = []
+    for run in training.evals:
+        episodes = read_episodes(run.path / EPISODES_FILE).values()
+        ok = [record for record in episodes if record.get("status", "ok") == "ok"]
+        successes = sum(bool(record.get("success")) for record in ok)
+        low, high = wilson_interval(successes, len(ok))
+        points.append(
+            EvalPoint(
+                run.iteration or 0, run.temperature, len(ok), successes / len(ok) if ok else None, low, high
+            )
+        )
+    return LearningCurve(training.label, training.metrics, points)
+
+
+def _arena(folder: RunFolder) -> ArenaBoard:
+    from agentgym.arena import ratings
+
+    return ArenaBoard(str(folder.run.get("game", "?")), folder.label, ratings(folder.path))
+
+
+#: Called with each eval run, its index and its episodes (by key) as :func:`collect` reads them.
+RunSink = Callable[[int, RunFolder, dict[str, dict[str, Any]]], None]
+
+
+def collect(
+    paths: Sequence[Path | str],
+    *,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    strict: bool = False,
+    on_run: RunSink | None = None,
+) -> Leaderboard:
+    """The leaderboard of every run under ``paths`` (see the module docstring).
+
+    ``prices`` maps a policy name to its (input, output) price per million tokens.
+    ``strict`` raises :class:`LeaderboardError` on mismatched fingerprints instead of
+    leaving those envs out of the overall ranking. Raises it also for paths without
+    runs, runs of different splits and an episode of a policy found in two runs.
+    """
+    found = discover(paths)
+    mismatches = check_fingerprints(found.evals)
+    if mismatches and strict:
+        raise LeaderboardError(
+            "runs measured different task sets (fingerprints differ): "
+            + "; ".join(mismatch.describe() for mismatch in mismatches)
+            + ". Rank runs of one version of each env, or drop --strict to mark these envs and leave them out"
+        )
+    board = _Board({mismatch.env_id for mismatch in mismatches})
+    for index, folder in enumerate(found.evals):
+        try:
+            episodes = read_episodes(folder.path / EPISODES_FILE)
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError) as error:
+            raise LeaderboardError(f"{folder.path} is not a readable results folder: {error!r}") from error
+        name = f"{folder.training} @ iteration {folder.iteration}" if folder.training else None
+        board.add(folder, episodes.values(), name)
+        if on_run is not None:
+            on_run(index, folder, episodes)
+    rows = board.rows()
+    policies, groups = summarize(rows, board.agents, prices)
+    families: dict[str, list[str]] = {}
+    for env in sorted(board.families, key=lambda env: (board.families[env], env)):
+        families.setdefault(board.families[env], []).append(env)
+    return Leaderboard(
+        rows=rows,
+        policies=policies,
+        groups=groups,
+        families=families,
+        runs=board.runs,
+        mismatches=mismatches,
+        arenas=[_arena(folder) for folder in found.arenas],
+        curves=[_curve(training) for training in found.trainings if training.evals or training.metrics],
+        split=next(iter(board.splits), None),
+        prices=dict(prices or {}),
+    )
+
+
+# ---- prices ----------------------------------------------------------------------------------
+
+
+def parse_price(text: str) -> tuple[str, tuple[float, float]]:
+    """``POLICY=IN,OUT`` (dollars per million input and output tokens) as ``(policy, (in, out))``."""
+    policy, _, numbers = text.rpartition("=")
+    try:
+        price_in, price_out = (float(value) for value in numbers.split(","))
+    except ValueError:
+        raise LeaderboardError(f"bad price {text!r}: write POLICY=IN,OUT in dollars per million tokens") from None
+    if not policy or price_in < 0 or price_out < 0:
+        raise LeaderboardError(f"bad price {text!r}: write POLICY=IN,OUT in dollars per million tokens")
+    return policy, (price_in, price_out)
+
+
+def load_prices(path: Path | str) -> dict[str, tuple[float, float]]:
+    """A price file (JSON or YAML): ``{policy: {input: $/Mtok, output: $/Mtok}}`` or ``{policy: [in, out]}``."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise LeaderboardError(f"cannot read the price file {path}: {error}") from error
+    if not isinstance(data, dict):
+        raise LeaderboardError(f"{path}: expected a mapping of policy -> {{input, output}} per million tokens")
+    prices = {}
+    for policy, value in data.items():
+        if isinstance(value, dict) and {"input", "output"} <= set(value):
+            value = [value["input"], value["output"]]
+        if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value)):
+            raise LeaderboardError(f"{path}: the price of {policy!r} must be {{input: X, output: Y}} or [X, Y]")
+        prices[str(policy)] = (float(value[0]), float(value[1]))
+    return prices
+
+
+# ---- terminal and Markdown -------------------------------------------------------------------
 
 
 def _percent(rate: float | None) -> str:
     return "—" if rate is None else f"{rate:.1%}"
 
 
-def _success(row: LeaderboardRow) -> str:
-    """``62.5% [55.1, 69.4]``: the success rate and its 95% Wilson interval, in percent."""
-    if row.success_rate is None:
+def _interval(rate: float | None, low: float | None, high: float | None) -> str:
+    """``62.5% [55.1, 69.4]``: a rate and its 95% interval, in percent."""
+    if rate is None or low is None or high is None:
         return "—"
-    return f"{row.success_rate:.1%} [{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]"
+    return f"{rate:.1%} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
 def _number(value: float | None, digits: int) -> str:
     return "—" if value is None else f"{value:,.{digits}f}"
 
 
-def duration(seconds: float) -> str:
+def _cost(value: float | None) -> str:
+    return "—" if value is None else f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
+
+
+def duration(seconds: float | None) -> str:
     """A short human duration: ``4.2s``, ``3m05s``, ``2h07m``."""
+    if seconds is None:
+        return "—"
     if seconds < 60:
         return f"{seconds:.1f}s"
     minutes, secs = divmod(round(seconds), 60)
@@ -290,8 +817,15 @@ def duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-_HEADERS = ("env", "rank", "policy", "success [95% CI]", "episodes", "errored", "score", "steps", "tokens/ep", "wall")
-_OVERALL_HEADERS = ("rank", "policy", "mean success", "mean score", "episodes", "errored")
+_HEADERS = (
+    "env", "rank", "policy", "format", "success [95% CI]", "episodes", "errored", "score", "steps",
+    "tokens in/ep", "tokens out/ep", "time/ep", "check",
+)  # fmt: skip
+_OVERALL_HEADERS = (
+    "rank", "policy", "format", "success [95% CI]", "score", "episodes", "errored",
+    "tokens in", "tokens out", "cost", "wall", "episode time",
+)  # fmt: skip
+_RUN_HEADERS = ("run", "policy", "format", "agentgym", "episodes", "errored", "wall", "episode time", "first start")
 
 
 def _cells(rank: int | None, row: LeaderboardRow) -> tuple[str, ...]:
@@ -299,36 +833,151 @@ def _cells(rank: int | None, row: LeaderboardRow) -> tuple[str, ...]:
         row.env,
         "—" if rank is None else str(rank),
         row.policy,
-        _success(row),
+        row.action_format,
+        _interval(row.success_rate, row.ci_low, row.ci_high),
         str(row.episodes),
         str(row.errored),
         _number(row.mean_score, 3),
         _number(row.mean_steps, 1),
-        _number(row.mean_tokens, 0),
-        duration(row.wall_s),
+        _number(row.mean_tokens_in, 0),
+        _number(row.mean_tokens_out, 0),
+        duration(row.episode_s),
+        "fingerprint!" if row.mismatch else "",
     )
 
 
-def _overall_cells(rank: int, row: OverallRow) -> tuple[str, ...]:
+def _overall_cells(row: PolicySummary) -> tuple[str, ...]:
     return (
-        str(rank),
+        "—" if row.rank is None else str(row.rank),
         row.policy,
-        _percent(row.success_rate),
-        f"{row.mean_score:.3f}",
+        row.action_format,
+        _interval(row.success_rate, row.ci_low, row.ci_high),
+        _number(row.mean_score, 3),
         str(row.episodes),
         str(row.errored),
+        f"{row.tokens_in:,}",
+        f"{row.tokens_out:,}",
+        _cost(row.cost),
+        duration(row.wall_s),
+        duration(row.episode_s),
     )
 
 
-def format_terminal(rows: Sequence[LeaderboardRow]) -> str:
-    """The leaderboard as plain-text tables: per env (ranked by success), then overall.
+def _run_cells(run: RunSummary) -> tuple[str, ...]:
+    return (
+        run.label,
+        run.policy,
+        run.action_format,
+        run.agentgym_version or "—",
+        str(run.episodes),
+        str(run.errored),
+        duration(run.wall_s),
+        duration(run.episode_s),
+        run.first_start or "—",
+    )
 
-    The overall tables list the policies that ran two envs or more, one table per env set.
-    """
-    parts = [format_table(_HEADERS, [_cells(rank, row) for rank, row in ranked(rows)])]
-    for envs, group in _overall_groups(rows):
-        table = format_table(_OVERALL_HEADERS, [_overall_cells(rank, row) for rank, row in group])
-        parts.append(f"Overall: macro-averaged over {len(envs)} envs ({', '.join(envs)})\n{table}")
+
+def _family_matrix(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
+    families = list(board.families)
+    headers = ["policy", *families]
+    rows = [
+        [
+            row.policy if row.action_format == "text" else f"{row.policy} [{row.action_format}]",
+            *(_percent(row.families[f].success_rate) if f in row.families else "—" for f in families),
+        ]
+        for row in board.policies
+    ]
+    return headers, rows
+
+
+Section = tuple[str, Sequence[str], list[Sequence[str]], set[int]]
+
+
+def _sections(board: Leaderboard) -> list[Section]:
+    """The tables both outputs show: (title, headers, rows, right-aligned columns)."""
+    sections: list[Section] = []
+    if board.rows:
+        cells: list[Sequence[str]] = [_cells(rank, row) for rank, row in ranked(board.rows)]
+        sections.append(("", _HEADERS, cells, {1, 5, 6, 7, 8, 9, 10, 11}))
+    for number, envs in enumerate(board.groups):  # also on one env: the totals, cost and times are here
+        members = [row for row in board.policies if row.group == number]
+        families = sorted({family for family, listed in board.families.items() if set(listed) & set(envs)})
+        title = (
+            f"Overall{group_note(board, number)}: macro average over {len(families)} families ({len(envs)} envs); "
+            "95% interval: normal approximation, Agresti-Coull variance per env"
+        )
+        cells = [_overall_cells(row) for row in members]
+        sections.append((title, _OVERALL_HEADERS, cells, {0, 4, 5, 6, 7, 8, 9, 10, 11}))
+    if len(board.families) > 1 and board.policies:
+        headers, rows = _family_matrix(board)
+        sections.append(("Success per family (macro over its envs)", headers, rows, set(range(1, len(headers)))))
+    if board.runs:
+        cells = [_run_cells(run) for run in board.runs]
+        sections.append(("Runs (wall: time with an episode in flight)", _RUN_HEADERS, cells, {4, 5, 6, 7}))
+    for arena in board.arenas:
+        cells = [
+            (str(rank), r.policy, _rating(r), str(r.games), f"{r.wins}/{r.draws}/{r.losses}")
+            for rank, r in enumerate(arena.ratings, 1)
+        ]
+        headers = ("rank", "policy", "rating [95% CI]", "games", "W/D/L")
+        sections.append((f"Arena: {arena.game} ({arena.label})", headers, cells, {0, 3}))
+    for curve in board.curves:
+        cells = [
+            (
+                str(point.iteration),
+                "greedy" if point.temperature is None else f"T={point.temperature:g}",
+                str(point.episodes),
+                _interval(point.success_rate, point.ci_low, point.ci_high),
+            )
+            for point in curve.evals
+        ]
+        headers = ("iteration", "sampling", "episodes", "success [95% CI]")
+        sections.append((f"Training run {curve.label}: evaluations", headers, cells, {0, 2}))
+    return sections
+
+
+def _rating(rating: Any) -> str:
+    return f"{rating.rating:.0f} [{rating.low:.0f}, {rating.high:.0f}]"
+
+
+def group_difference(board: Leaderboard, number: int) -> str:
+    """``lacks X, Y of group A; ranked apart``: how an env-set group differs from the first ("" for the first)."""
+    if not number:
+        return ""
+    first, envs = set(board.groups[0]), set(board.groups[number])
+    differences = [
+        f"lacks {_some(first - envs)}" if first - envs else "",
+        f"adds {_some(envs - first)}" if envs - first else "",
+    ]
+    return ", ".join(part for part in differences if part) + " of group A; ranked apart"
+
+
+def group_note(board: Leaderboard, number: int) -> str:
+    """`` (group B: lacks X, Y of group A; ranked apart)`` ("" when there is one group)."""
+    if len(board.groups) < 2:
+        return ""
+    difference = group_difference(board, number)
+    return f" (group {chr(65 + number)}{': ' + difference if difference else ''})"
+
+
+def _some(envs: set[str], most: int = 4) -> str:
+    names = sorted(envs)
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _banner(board: Leaderboard) -> list[str]:
+    return [
+        f"Warning: {mismatch.describe()}; its rows are marked and left out of the overall ranking."
+        for mismatch in board.mismatches
+    ]
+
+
+def format_terminal(board: Leaderboard) -> str:
+    """The leaderboard as plain-text tables: per env, overall, per family, runs, arenas, training."""
+    parts = _banner(board)
+    for title, headers, rows, _ in _sections(board):
+        table = format_table(headers, rows)
+        parts.append(f"{title}\n{table}" if title else table)
     return "\n\n".join(parts)
 
 
@@ -340,22 +989,24 @@ def _markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]], right
         return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
     lines = [
-        [name[0].upper() + name[1:] for name in headers],
+        [cell(name[0].upper() + name[1:]) for name in headers],
         ["---:" if column in right else "---" for column in range(len(headers))],
         *([cell(text) for text in row] for row in rows),
     ]
     return "\n".join("| " + " | ".join(line) + " |" for line in lines)
 
 
-def format_markdown(rows: Sequence[LeaderboardRow]) -> str:
-    """The leaderboard as GitHub-flavoured Markdown tables (per env, then overall)."""
-    cells = (_cells(rank, row) for rank, row in ranked(rows))
-    parts = [_markdown_table(_HEADERS, cells, right={1, 4, 5, 6, 7, 8, 9})]
-    for envs, group in _overall_groups(rows):
-        parts.append(f"**Overall**: macro-averaged over {len(envs)} envs ({', '.join(envs)})")
-        cells = (_overall_cells(rank, row) for rank, row in group)
-        parts.append(_markdown_table(_OVERALL_HEADERS, cells, right={0, 2, 3, 4, 5}))
+def format_markdown(board: Leaderboard) -> str:
+    """The leaderboard as GitHub-flavoured Markdown (the same tables as the terminal)."""
+    parts = [f"> **{line}**" for line in _banner(board)]
+    for title, headers, rows, right in _sections(board):
+        if title:
+            parts.append(f"**{title}**")
+        parts.append(_markdown_table(headers, rows, right))
     return "\n\n".join(parts) + "\n"
+
+
+# ---- the HTML page ---------------------------------------------------------------------------
 
 
 def _json(value: Any) -> str:
@@ -367,7 +1018,8 @@ def _json(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError:
         text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.replace("<", "\\u003c")
+    # U+2028/2029 end lines in older JavaScript parsers; "<" could close the script element.
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def _finite(value: Any) -> Any:
@@ -380,93 +1032,182 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _detail(record: dict[str, Any], system_prompt: str | None) -> dict[str, Any]:
+#: Episode fields the page's index holds; the rest of a record goes into its trajectory file.
+_INDEX_FIELDS = ("key", "env", "split", "task_id", "repeat", "policy", "status", "success", "score", "steps")
+
+
+def _detail(record: dict[str, Any], system_prompt: str | None, screenshots: list[str | None] | None) -> dict[str, Any]:
     """What the viewer shows of an episode beyond its index entry.
 
-    Messages become ``[role, content]`` pairs; a content equal to the run's system
-    prompt becomes null (the page holds that prompt once per run).
+    Messages become ``[role, content]`` pairs (plus their other fields, e.g. tool calls,
+    as a third item); a content equal to the run's system prompt becomes null (the page
+    holds that prompt once per run). Screenshot paths are the copies beside the page.
     """
     detail = {name: value for name, value in record.items() if name not in _INDEX_FIELDS and name != "messages"}
-    detail["messages"] = [
-        [message.get("role"), None if message.get("content") == system_prompt else message.get("content")]
-        for message in record.get("messages") or []
-    ]
+    messages = []
+    for message in record.get("messages") or []:
+        content = message.get("content")
+        entry = [message.get("role"), None if content == system_prompt and message.get("role") == "system" else content]
+        extra = {key: value for key, value in message.items() if key not in ("role", "content")}
+        if extra:
+            entry.append(extra)
+        messages.append(entry)
+    detail["messages"] = messages
+    if screenshots is not None:
+        detail["screenshots"] = screenshots
     return detail
 
 
-def write_html(folders: Sequence[Path | str], path: Path | str) -> list[LeaderboardRow]:
-    """Write one self-contained HTML page: the sortable leaderboard and a trajectory viewer.
+class _PageWriter:
+    """Writes a run's trajectories into files beside the page as :func:`collect` reads it."""
 
-    The page needs no network. Its index (rows, runs, one short entry per episode) is
-    parsed on load; each episode's transcript sits in its own JSON script element,
-    parsed only when the viewer shows it, so runs of 10^5 episodes stay usable.
-    Folders are read one at a time and the page is streamed to a temporary file, then
-    moved into place; on an error nothing is left behind. Returns the rows, as
-    :func:`collect` would, so that a caller need not read the folders twice.
-    """
-    _check_folders(folders)
-    template = resources.files("agentgym").joinpath("leaderboard.html").read_text(encoding="utf-8")
-    head, tail = template.split(DATA_MARKER)
-    path = Path(path)
-    temporary = path.with_name(path.name + ".tmp")
-    try:
-        with temporary.open("w", encoding="utf-8", errors="replace", newline="\n") as out:
-            out.write(head)
-            rows = _write_data(folders, out)
-            out.write(tail)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    os.replace(temporary, path)
-    return rows
+    def __init__(self, files: Path, name: str) -> None:
+        self.files = files  # the temporary folder that becomes NAME_files/
+        self.name = name  # the folder's final name, for paths relative to the page
+        self.env_ids: dict[str, int] = {}
+        self.index: list[list[Any]] = []
+        self.runs: list[dict[str, Any]] = []
 
-
-def _write_data(folders: Sequence[Path | str], out: TextIO) -> list[LeaderboardRow]:
-    """Write the page's data (one script element per episode, then the index); return the rows."""
-    board = _Board()
-    runs: list[dict[str, Any]] = []
-    envs: dict[str, int] = {}
-    index: list[list[Any]] = []
-    for folder in folders:
-        run, episodes = _read_folder(folder)
-        board.add(str(folder), run, episodes.values())
+    def __call__(self, number: int, folder: RunFolder, episodes: dict[str, dict[str, Any]]) -> None:
+        run = folder.run
         system_prompt = run.get("system_prompt")
         records = sorted(episodes.values(), key=lambda r: (r["env"], r.get("task_id", 0), r.get("repeat", 0)))
-        runs.append(
+        name = f"{folder.training} @ iteration {folder.iteration}" if folder.training else None
+        self.runs.append(
             {
-                "label": f"{policy_name(run)} · {Path(folder).resolve().name}",
-                "policy": policy_name(run),
+                "label": folder.label,
+                "policy": name or policy_name(run),
+                "action_format": action_format(run),
                 "system_prompt": system_prompt,
-                "envs": sorted({record["env"] for record in records}),
             }
         )
+        blocks: dict[int, list[list[str]]] = {}  # env -> its chunks, each a list of JSON texts
+        sizes: dict[int, int] = {}  # env -> bytes in its last chunk
         for record in records:
-            out.write(f'<script type="application/json" id="ep-{len(index)}">')
-            out.write(_json(_detail(record, system_prompt)))
-            out.write("</script>\n")
-            index.append(
+            env = self.env_ids.setdefault(record["env"], len(self.env_ids))
+            screenshots = self._screenshots(number, folder.path, record.get("screenshots"))
+            detail = _json(_detail(record, system_prompt, screenshots))
+            chunks = blocks.setdefault(env, [[]])
+            if len(chunks[-1]) >= CHUNK_EPISODES or (chunks[-1] and sizes[env] + len(detail) > CHUNK_BYTES):
+                chunks.append([])
+                sizes[env] = 0
+            chunks[-1].append(detail)
+            sizes[env] = sizes.get(env, 0) + len(detail)
+            chunk, position = len(chunks) - 1, len(chunks[-1]) - 1
+            tokens = record.get("tokens") or {}
+            instruction = str(record.get("instruction") or "")
+            outcome = 0 if record.get("status", "ok") != "ok" else 2 if record.get("success") else 1
+            self.index.append(
                 [
-                    len(runs) - 1,
-                    envs.setdefault(record["env"], len(envs)),
+                    number,
+                    env,
                     record.get("task_id"),
                     record.get("repeat", 0),
-                    int(record.get("status", "ok") == "ok"),
-                    int(bool(record.get("success"))),
+                    outcome,
                     record.get("score"),
                     record.get("steps"),
+                    tokens.get("prompt"),
+                    tokens.get("completion"),
+                    round(float(record.get("wall_s") or 0.0), 3),
+                    chunk,
+                    position,
+                    instruction[:100],
                 ]
             )
-    rows = board.rows()
-    data = {
+        for env, chunks in blocks.items():
+            for chunk, details in enumerate(chunks):
+                chunk_id = f"r{number}-e{env}-c{chunk}"
+                script = f"agentgymChunk({json.dumps(chunk_id)},[{','.join(details)}]);\n"
+                (self.files / f"{chunk_id}.js").write_text(script, encoding="utf-8", errors="replace")
+
+    def _screenshots(self, number: int, folder: Path, paths: Any) -> list[str | None] | None:
+        """Copy an episode's screenshots beside the page; their paths relative to the page."""
+        if not isinstance(paths, list):
+            return None
+        result: list[str | None] = []
+        for relative in paths:
+            source = folder / str(relative) if relative else None
+            if source is None or not source.is_file() or ".." in Path(str(relative)).parts:
+                result.append(None)  # a screenshot the record names but the folder lacks
+                continue
+            target = self.files / "shots" / f"r{number}" / str(relative)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(source, target)
+            except OSError:
+                shutil.copyfile(source, target)
+            result.append(f"{self.name}/shots/r{number}/{Path(str(relative)).as_posix()}")
+        return result
+
+
+def _page_data(board: Leaderboard, writer: _PageWriter, files: str) -> dict[str, Any]:
+    envs = list(writer.env_ids)
+    for row in board.rows:
+        if row.env not in writer.env_ids:
+            envs.append(row.env)
+    return {
         "version": agentgym.__version__,
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "split": next(iter(board.splits), None),
-        # Rows without their folders: the page names runs by folder name only, never by path.
-        "rows": [asdict(row) | {"rank": rank, "folders": None} for rank, row in ranked(rows)],
-        "overall": [asdict(row) | {"rank": rank} for _, group in _overall_groups(rows) for rank, row in group],
-        "runs": runs,
-        "envs": list(envs),
-        "episodes": index,
+        "split": board.split,
+        "files": files,
+        "families": board.families,
+        "envs": envs,
+        "rows": [asdict(row) | {"rank": rank} for rank, row in ranked(board.rows)],
+        "policies": [asdict(row) for row in board.policies],
+        "groups": [list(envs) for envs in board.groups],
+        "group_notes": [group_difference(board, number) for number in range(len(board.groups))],
+        "runs": [asdict(run) | writer.runs[i] for i, run in enumerate(board.runs)],
+        "mismatches": [asdict(mismatch) for mismatch in board.mismatches],
+        "arenas": [
+            {"game": arena.game, "label": arena.label, "ratings": [asdict(rating) for rating in arena.ratings]}
+            for arena in board.arenas
+        ],
+        "curves": [asdict(curve) for curve in board.curves],
+        "priced": sorted(board.prices),
+        "episodes": writer.index,
     }
-    out.write(f'<script type="application/json" id="agentgym-data">{_json(data)}</script>\n')
-    return rows
+
+
+def write_html(
+    paths: Sequence[Path | str],
+    page: Path | str,
+    *,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    strict: bool = False,
+) -> Leaderboard:
+    """Write the HTML page ``page`` and its trajectories in ``<page stem>_files/`` beside it.
+
+    The page holds the leaderboard, the plots and a small index of every episode; each
+    run's trajectories (and copies of its screenshots) go into files of at most
+    :data:`CHUNK_EPISODES` episodes and about :data:`CHUNK_BYTES` (one episode may exceed
+    it), which the page loads with a ``<script>`` element when
+    one of their episodes is opened, so it works from ``file://`` as well as over HTTP and
+    stays small however many episodes there are. Nothing is fetched from the network.
+    Both are written to temporary names, then moved into place; on an error nothing is
+    left behind. Returns the :class:`Leaderboard`, as :func:`collect` would.
+    """
+    page = Path(page)
+    template = resources.files("agentgym").joinpath("leaderboard.html").read_text(encoding="utf-8")
+    head, tail = template.split(DATA_MARKER)
+    name = f"{page.stem}_files"
+    files = page.with_name(name)
+    temporary_files = page.with_name(name + ".tmp")
+    temporary_page = page.with_name(page.name + ".tmp")
+    shutil.rmtree(temporary_files, ignore_errors=True)
+    temporary_files.mkdir(parents=True)
+    try:
+        writer = _PageWriter(temporary_files, name)
+        board = collect(paths, prices=prices, strict=strict, on_run=writer)
+        data = _page_data(board, writer, name)
+        with temporary_page.open("w", encoding="utf-8", errors="replace", newline="\n") as out:
+            out.write(head)
+            out.write(f'<script type="application/json" id="agentgym-data">{_json(data)}</script>\n')
+            out.write(tail)
+        shutil.rmtree(files, ignore_errors=True)
+        os.replace(temporary_files, files)
+        os.replace(temporary_page, page)
+    except BaseException:
+        shutil.rmtree(temporary_files, ignore_errors=True)
+        temporary_page.unlink(missing_ok=True)
+        raise
+    return board

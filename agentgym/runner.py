@@ -42,6 +42,7 @@ from agentgym.policies.base import Episode, Policy
 from agentgym.registry import env_info
 from agentgym.results import ResultsFolder, episode_key
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, ChatWrapper
+from agentgym.wrappers.screenshots import ScreenshotRecorder
 
 #: ``info`` keys a turn record leaves out: the episode record holds them once.
 REDUNDANT_INFO = ("task_id", "split", "instruction", "steps")
@@ -171,7 +172,7 @@ class EnvHost:
         def make() -> ChatWrapper:
             limit = {"max_episode_steps": self.item.max_turns} if self.item.max_turns else {}
             env = gym.make(self.item.env, **limit, **self.kwargs)
-            return ChatWrapper(env, self._system_prompt, self._history_window)
+            return ChatWrapper(ScreenshotRecorder(env), self._system_prompt, self._history_window)
 
         self.chat = await self.call(make)
 
@@ -377,7 +378,13 @@ class Runner:
         assert chat is not None
         episode = Episode(planned.key, planned.seed, chat.unwrapped, run_in_env=None if host.inline else host.call)
         options = {"task_id": planned.task_id}
+        recorder = chat.env if isinstance(chat.env, ScreenshotRecorder) else None
+        if recorder is not None:  # screenshots of dict observations go to OUT/screenshots/<episode>/N.png
+            folder = self.results.folder
+            recorder.record_to(folder / "screenshots" / _file_name(planned.key), relative_to=folder)
         messages, info = await host.call(lambda: chat.reset(seed=planned.seed, options=options))
+        if recorder is not None and any(recorder.saved):
+            record["screenshots"] = recorder.saved  # observation N's file; the list grows with each step
         record["instruction"] = info.get("instruction", "")
         record["messages"] = chat.transcript
         turns, tokens = record["turns"], record["tokens"]
@@ -418,6 +425,12 @@ class Runner:
             terminated=terminated,
             truncated=truncated,
         )
+
+
+def _file_name(key: str) -> str:
+    """A file-system-safe, collision-free folder name for an episode key."""
+    safe = "".join(char if char.isalnum() or char in "-_." else "_" for char in key)
+    return f"{safe}-{hashlib.blake2b(key.encode(), digest_size=4).hexdigest()}"
 
 
 def _now() -> str:

@@ -1,347 +1,257 @@
-"""Leaderboards from hand-written results folders: numbers, tables, and the HTML page in Chromium."""
+"""Leaderboards from hand-written results folders: discovery, aggregates, wall time, fingerprints, tables."""
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
+from leaderboard_runs import episode, four_runs, write_arena, write_folder, write_training
 
 from agentgym.leaderboard import (
     LeaderboardError,
-    LeaderboardRow,
+    busy_time,
     collect,
+    discover,
     format_markdown,
     format_terminal,
-    overall,
-    write_html,
+    load_prices,
+    parse_price,
 )
-
-SYSTEM_PROMPT = "You are an agent. End every reply with a line `Action: <command>`."
-HOSTILE = "</script><img src=x onerror=alert(1)>"
-UNICODE = "Box ☐ → 目标 ✓ 🎯 naïve"
-
-
-def episode(
-    env: str,
-    task_id: int,
-    policy: str,
-    *,
-    success: bool,
-    score: float,
-    steps: int,
-    tokens: tuple[int, int] | None,
-    wall_s: float,
-    error: str | None = None,
-    observations: list[str] | None = None,
-    replies: list[str] | None = None,
-    info: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """An episode record as ``agentgym eval`` writes it, with ``steps`` turns."""
-    observations = observations or [f"{env} observation {k}" for k in range(steps + 1)]
-    replies = replies or [f"Let me try.\nAction: {['up', 'left', 'down', 'right'][k % 4]}" for k in range(steps)]
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": observations[0]}]
-    turns = []
-    for k, reply in enumerate(replies):
-        messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": observations[k + 1]}]
-        last = k == len(replies) - 1
-        turns.append(
-            {
-                "action": reply.rsplit("Action: ", 1)[-1],
-                "reward": 1.0 if last and success else 0.0,
-                "invalid_action": reply.endswith("fly"),
-                "terminated": last and error is None,
-                "truncated": False,
-                "info": {"task_id": task_id, "steps": k + 1, **(info or {})},
-                "policy_s": 0.5,
-                "env_s": 0.0002,
-                "prompt_tokens": 100,
-                "completion_tokens": 20,
-            }
-        )
-    return {
-        "key": f"{env}/test/{task_id}/0",
-        "env": env,
-        "split": "test",
-        "task_id": task_id,
-        "repeat": 0,
-        "seed": task_id + 7,
-        "policy": policy,
-        "status": "error" if error else "ok",
-        "error": error,
-        "success": success,
-        "score": score,
-        "return": 1.0 if success else 0.0,
-        "steps": steps,
-        "terminated": error is None,
-        "truncated": False,
-        "instruction": f"Solve task {task_id}.",
-        "messages": messages,
-        "turns": turns,
-        "tokens": None if tokens is None else {"prompt": tokens[0], "completion": tokens[1]},
-        "started": "2026-11-22T10:00:01Z",
-        "wall_s": wall_s,
-    }
-
-
-def write_folder(folder: Path, spec: str, name: str, records: list[dict[str, Any]], split: str = "test") -> Path:
-    """A results folder with ``run.json`` and ``episodes.jsonl`` (records in file order)."""
-    folder.mkdir()
-    envs = sorted({record["env"] for record in records})
-    run = {
-        "agentgym_version": "0.1.0",
-        "created": "2026-11-22T10:00:00Z",
-        "policy": spec,
-        "policy_info": {"name": name},
-        "split": split,
-        "seed": 0,
-        "system_prompt": SYSTEM_PROMPT,
-        "history_window": None,
-        "items": [{"env": env, "episodes": 20, "max_turns": 100, "kwargs": {}} for env in envs],
-        "suite": None,
-    }
-    (folder / "run.json").write_text(json.dumps(run, indent=2))
-    (folder / "episodes.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
-    return folder
+from agentgym.stats import macro_interval, wilson_interval
 
 
 @pytest.fixture
 def folders(tmp_path: Path) -> list[Path]:
-    qwen, llama, rand = "Qwen2.5-7B", "Llama-3-8B", "random"
-    return [
-        write_folder(
-            tmp_path / "qwen",
-            "openai:Qwen2.5-7B@http://127.0.0.1:8000/v1",
-            qwen,
-            [
-                episode("Sokoban-v0", 11000, qwen, success=True, score=1.0, steps=12, tokens=(1200, 300), wall_s=3.0),
-                # 11001 errored first, then was redone: the later record wins.
-                episode(
-                    "Sokoban-v0",
-                    11001,
-                    qwen,
-                    success=False,
-                    score=0.0,
-                    steps=1,
-                    tokens=None,
-                    wall_s=1.0,
-                    error="connection refused",
-                ),
-                episode(
-                    "Sokoban-v0",
-                    11002,
-                    qwen,
-                    success=False,
-                    score=0.0,
-                    steps=3,
-                    tokens=(300, 90),
-                    wall_s=2.0,
-                    error="server timeout after 60 s",
-                ),
-                episode("Sokoban-v0", 11003, qwen, success=True, score=1.0, steps=20, tokens=(2000, 500), wall_s=5.0),
-                episode(
-                    "Sokoban-v0", 11001, qwen, success=False, score=0.5, steps=100, tokens=(9000, 1000), wall_s=20.0
-                ),
-                episode("Wordle-v0", 20000, qwen, success=True, score=1.0, steps=4, tokens=(800, 100), wall_s=2.5),
-                episode("Wordle-v0", 20001, qwen, success=False, score=0.0, steps=6, tokens=(1000, 150), wall_s=3.5),
-            ],
-        ),
-        write_folder(
-            tmp_path / "llama-sokoban",
-            "openai:Llama-3-8B@http://127.0.0.1:8001/v1",
-            llama,
-            [
-                episode(
-                    "Sokoban-v0",
-                    11000,
-                    llama,
-                    success=True,
-                    score=1.0,
-                    steps=2,
-                    tokens=(1000, 200),
-                    wall_s=2.0,
-                    observations=[f"Push the box.\n{UNICODE}", f"You see {HOSTILE}", "Solved."],
-                    replies=["I try to fly.\nAction: fly", f"Quoting {HOSTILE}\nAction: up"],
-                    info={"note": HOSTILE, "ratio": float("nan")},
-                ),
-                episode(
-                    "Sokoban-v0", 11001, llama, success=False, score=0.0, steps=100, tokens=(5000, 800), wall_s=10.0
-                ),
-            ],
-        ),
-        write_folder(
-            tmp_path / "llama-wordle",
-            "openai:Llama-3-8B@http://127.0.0.1:8001/v1",
-            llama,
-            [
-                episode("Wordle-v0", 20000, llama, success=True, score=1.0, steps=3, tokens=(700, 100), wall_s=1.0),
-                episode("Wordle-v0", 20001, llama, success=True, score=1.0, steps=5, tokens=(900, 100), wall_s=1.0),
-            ],
-        ),
-        write_folder(
-            tmp_path / "random",
-            "random",
-            rand,
-            [
-                episode(
-                    "Sokoban-v0",
-                    11000,
-                    rand,
-                    success=False,
-                    score=0.0,
-                    steps=100,
-                    tokens=None,
-                    wall_s=0.25,
-                    info={"lone surrogate": "\ud800"},
-                ),
-                episode("Sokoban-v0", 11001, rand, success=False, score=0.0, steps=100, tokens=None, wall_s=0.25),
-            ],
-        ),
+    return four_runs(tmp_path / "results")
+
+
+def test_discover_finds_runs_arenas_and_training_runs_at_any_depth(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    write_folder(root / "quick" / "oracle", "oracle", "oracle", [])
+    write_folder(root / "quick" / "random", "random", "random", [])
+    write_arena(root / "arena" / "TicTacToe-v0", "TicTacToe-v0", [("minimax", "random", "minimax")])
+    write_training(root / "train" / "grpo", {2: 1, 4: 3})
+    evals = root / "train" / "grpo" / "eval"
+    shutil.copytree(evals / "iteration-000004", evals / "iteration-000004-temperature-1")
+    found = discover([root, root / "quick" / "oracle"])  # a run reached twice is taken once
+    assert [run.label for run in found.evals] == [
+        "results/quick/oracle",
+        "results/quick/random",
+        "results/train/grpo/eval/iteration-000004",  # a training run's latest greedy evaluation
     ]
+    assert [run.label for run in found.arenas] == ["results/arena/TicTacToe-v0"]
+    (training,) = found.trainings
+    assert training.label == "results/train/grpo" and len(training.metrics) == 4
+    assert [(run.iteration, run.temperature) for run in training.evals] == [(2, None), (4, None), (4, 1.0)]
+    assert [run.label for run in discover([root / "quick"]).evals] == ["quick/oracle", "quick/random"]
+
+    with pytest.raises(LeaderboardError, match="nowhere does not exist"):
+        discover([tmp_path / "nowhere"])
+    (tmp_path / "empty" / "deep").mkdir(parents=True)
+    with pytest.raises(LeaderboardError, match="empty holds no runs .folders with run.json and episodes.jsonl"):
+        discover([root, tmp_path / "empty"])
 
 
 def test_collect_aggregates_per_policy_and_env(folders: list[Path]) -> None:
-    rows = collect(folders)
-    assert [(row.env, row.policy) for row in rows] == [
+    board = collect(folders)
+    assert [(row.env, row.policy) for row in board.rows] == [
         ("Sokoban-v0", "Qwen2.5-7B"),
         ("Sokoban-v0", "Llama-3-8B"),
         ("Sokoban-v0", "random"),
         ("Wordle-v0", "Llama-3-8B"),
         ("Wordle-v0", "Qwen2.5-7B"),
     ]
-    by = {(row.policy, row.env): row for row in rows}
+    by = {(row.policy, row.env): row for row in board.rows}
     qwen = by["Qwen2.5-7B", "Sokoban-v0"]
     # ok: 11000 (success, 12 steps), 11001 redone (score 0.5, 100 steps), 11003 (success, 20 steps); 11002 errored.
     assert (qwen.episodes, qwen.errored, qwen.successes) == (3, 1, 2)
+    assert (qwen.family, qwen.action_format) == ("sokoban", "text")
     assert qwen.success_rate == pytest.approx(2 / 3)
     assert (round(qwen.ci_low, 4), round(qwen.ci_high, 4)) == (0.2077, 0.9385)
     assert qwen.mean_score == pytest.approx(2.5 / 3)
     assert qwen.mean_steps == pytest.approx(44.0)
-    assert qwen.mean_tokens == pytest.approx((1500 + 10000 + 2500) / 3)
-    assert qwen.wall_s == pytest.approx(3.0 + 20.0 + 2.0 + 5.0)  # the replaced record's 1.0 s is gone
-    assert qwen.folders == (str(folders[0]),)
+    assert qwen.mean_tokens_in == pytest.approx((1200 + 9000 + 2000) / 3)
+    assert qwen.mean_tokens_out == pytest.approx((300 + 1000 + 500) / 3)
+    assert qwen.episode_s == pytest.approx((3.0 + 20.0 + 5.0) / 3)  # ok episodes; the replaced record is gone
+    assert qwen.runs == ("qwen",)  # a run folder given itself is labelled by its name
     llama = by["Llama-3-8B", "Wordle-v0"]
     assert (llama.episodes, llama.errored, llama.success_rate, llama.mean_steps, llama.mean_tokens) == (2, 0, 1, 4, 900)
-    assert (round(llama.ci_low, 4), llama.ci_high) == (0.3424, 1.0)
-    assert by["Llama-3-8B", "Sokoban-v0"].folders == (str(folders[1]),)
+    assert by["Llama-3-8B", "Sokoban-v0"].runs == ("llama-sokoban",)
     rand = by["random", "Sokoban-v0"]
-    assert (rand.success_rate, rand.mean_score, rand.mean_tokens, rand.wall_s) == (0, 0, None, 0.5)
-    assert (rand.ci_low, round(rand.ci_high, 4)) == (0, 0.6576)
+    assert (rand.success_rate, rand.mean_score, rand.mean_tokens_in, rand.mismatch) == (0, 0, None, False)
+    assert board.families == {"sokoban": ["Sokoban-v0"], "wordle": ["Wordle-v0"]}
 
 
-def test_overall_is_a_macro_average_within_each_env_set(folders: list[Path]) -> None:
-    both = ("Sokoban-v0", "Wordle-v0")
-    result = [
-        (row.policy, row.envs, round(row.success_rate, 4), round(row.mean_score, 4), row.episodes, row.errored)
-        for row in overall(collect(folders))
+def test_macro_interval_by_hand() -> None:
+    # One env: the Agresti-Coull interval, which Wilson's centre and width approximate.
+    mean, low, high = macro_interval([[(10, 20)]])
+    assert (mean, round(low, 3), round(high, 3)) == (0.5, 0.299, 0.701)
+    assert (round(low, 3), round(high, 3)) == tuple(round(x, 3) for x in wilson_interval(10, 20))
+    # Two families; the first has two envs: weights 1/4, 1/4, 1/2.
+    z2 = 1.959963984540054**2
+    groups = [[(2, 4), (4, 4)], [(0, 10)]]
+    expected_mean = (2 / 4 + 4 / 4) / 4 + 0 / 2
+    variance = 0.0
+    for (s, n), weight in zip([(2, 4), (4, 4), (0, 10)], [1 / 4, 1 / 4, 1 / 2]):
+        p = (s + z2 / 2) / (n + z2)
+        variance += weight**2 * p * (1 - p) / (n + z2)
+    mean, low, high = macro_interval(groups)
+    assert mean == pytest.approx(expected_mean)
+    half = 1.96 * variance**0.5
+    assert (low, high) == pytest.approx((expected_mean - half, expected_mean + half), abs=1e-3)
+    assert macro_interval([[(20, 20)]])[1:] == pytest.approx((0.8908, 1.0), abs=1e-4)  # 100% still uncertain
+    with pytest.raises(ValueError):
+        macro_interval([[(1, 0)]])
+
+
+def test_overall_is_a_macro_average_over_families_ranked_within_env_sets(tmp_path: Path, folders: list[Path]) -> None:
+    board = collect(folders)
+    summary = [
+        (row.rank, row.group, row.policy, round(row.success_rate, 4), row.episodes, row.errored)
+        for row in board.policies
     ]
-    assert result == [
-        ("Llama-3-8B", both, round((1 / 2 + 1) / 2, 4), 0.75, 4, 0),
-        ("Qwen2.5-7B", both, round((2 / 3 + 1 / 2) / 2, 4), round((2.5 / 3 + 0.5) / 2, 4), 5, 1),
-        ("random", ("Sokoban-v0",), 0, 0, 2, 0),
+    assert summary == [
+        (1, 0, "Llama-3-8B", round((1 / 2 + 1) / 2, 4), 4, 0),
+        (2, 0, "Qwen2.5-7B", round((2 / 3 + 1 / 2) / 2, 4), 5, 1),
+        (1, 1, "random", 0, 2, 0),
     ]
+    assert board.groups == [("Sokoban-v0", "Wordle-v0"), ("Sokoban-v0",)]
+    llama = board.policies[0]
+    assert (llama.ci_low, llama.ci_high) == pytest.approx(macro_interval([[(1, 2)], [(2, 2)]])[1:])
+    assert llama.families["wordle"].success_rate == 1.0 and llama.families["sokoban"].envs == 1
+    # Two envs of one family count as one family: the family's mean, then the mean over families.
+    records = [
+        episode("Sokoban-v0", 1, "p", success=True, score=1, steps=1, tokens=None, wall_s=1),
+        episode("Sokoban-2Boxes-v0", 1, "p", success=False, score=0, steps=1, tokens=None, wall_s=1),
+        episode("Wordle-v0", 1, "p", success=True, score=1, steps=1, tokens=None, wall_s=1),
+    ]
+    (policy,) = collect([write_folder(tmp_path / "p", "p", "p", records)]).policies
+    assert policy.success_rate == pytest.approx(((1 + 0) / 2 + 1) / 2)
+    assert policy.families["sokoban"].envs == 2
 
 
-def test_format_terminal(folders: list[Path]) -> None:
-    lines = format_terminal(collect(folders)).splitlines()
+def test_wall_time_is_the_union_of_episode_intervals_not_their_sum(tmp_path: Path) -> None:
+    assert busy_time([]) is None
+    assert busy_time([(0, 10), (5, 12), (100, 103), (101, 102)]) == 15
+    timed = [(10, "2026-11-22T10:00:00Z"), (7, "2026-11-22T10:00:05Z"), (3, "2026-11-22T11:00:00.500000Z")]
+    records = [  # the third one resumed an hour later: the gap is not run time
+        episode("Maze-v0", k, "p", success=True, score=1, steps=1, tokens=(10, 2), wall_s=wall, started=started)
+        for k, (wall, started) in enumerate(timed)
+    ]
+    board = collect([write_folder(tmp_path / "run", "p", "p", records)])
+    (run,) = board.runs
+    assert (run.wall_s, run.episode_s, run.episodes) == (pytest.approx(15), pytest.approx(20), 3)
+    assert (run.first_start, run.last_end) == ("2026-11-22T10:00:00.000Z", "2026-11-22T11:00:03.500Z")
+    (policy,) = board.policies
+    assert (policy.wall_s, policy.episode_s) == (pytest.approx(15), pytest.approx(20))
+    assert (policy.tokens_in, policy.tokens_out) == (30, 6)
+    assert "15.0s" in format_terminal(board) and "20.0s" in format_terminal(board)
+
+
+def test_mismatched_fingerprints_are_marked_and_left_out_or_refused(tmp_path: Path) -> None:
+    def run(name: str, fingerprints: dict[str, str | None], sokoban: bool) -> Path:
+        records = [
+            episode("Sokoban-v0", 1, name, success=sokoban, score=float(sokoban), steps=2, tokens=None, wall_s=1),
+            episode("Wordle-v0", 1, name, success=True, score=1, steps=2, tokens=None, wall_s=1),
+        ]
+        return write_folder(tmp_path / name, name, name, records, env_fingerprints=fingerprints)
+
+    folders = [
+        run("old", {"Sokoban-v0": "aaaa1111", "Wordle-v0": "cccc"}, sokoban=True),
+        run("new", {"Sokoban-v0": "bbbb2222", "Wordle-v0": "cccc"}, sokoban=False),
+        run("unknown", {"Sokoban-v0": None, "Wordle-v0": None}, sokoban=False),  # null: nothing to compare
+    ]
+    board = collect(folders)
+    (mismatch,) = board.mismatches
+    assert mismatch.env_id == "Sokoban-v0"
+    assert mismatch.fingerprints == {"aaaa1111": ["old"], "bbbb2222": ["new"]}
+    assert all(row.mismatch == (row.env == "Sokoban-v0") for row in board.rows)
+    # Sokoban is out of every overall aggregate: all three rank on Wordle alone and tie.
+    ranks = {(row.policy, row.rank, row.success_rate) for row in board.policies}
+    assert ranks == {("old", 1, 1.0), ("new", 1, 1.0), ("unknown", 1, 1.0)}
+    assert all("sokoban" not in row.families for row in board.policies)
+    text = format_terminal(board)
+    assert text.startswith("Warning: Sokoban-v0 has different task sets (aaaa1111 in old; bbbb2222 in new)")
+    assert "fingerprint!" in text
+    assert format_markdown(board).startswith("> **Warning: Sokoban-v0 has different task sets")
+    with pytest.raises(LeaderboardError, match="fingerprints differ.*Sokoban-v0 has different task sets"):
+        collect(folders, strict=True)
+    assert collect(folders[:1] + folders[2:], strict=True).mismatches == []
+
+
+def test_action_format_makes_its_own_row_and_prices_give_cost(tmp_path: Path) -> None:
+    def run(name: str, **fields: str) -> Path:
+        records = [episode("Maze-v0", 1, "qwen", success=True, score=1, steps=2, tokens=(1_000_000, 200_000), wall_s=1)]
+        return write_folder(tmp_path / name, "openai:qwen", "qwen", records, **fields)
+
+    folders = [run("text"), run("tools", action_format="tools")]
+    board = collect(folders, prices={"qwen": (0.5, 2.0)})
+    assert [(row.policy, row.action_format) for row in board.rows] == [("qwen", "text"), ("qwen", "tools")]
+    assert [row.cost for row in board.policies] == [pytest.approx(0.5 + 0.4)] * 2
+    assert "tools" in format_terminal(board) and "$0.9000" in format_terminal(board)
+    assert collect(folders).policies[0].cost is None
+    assert parse_price("openai:m@x=1.25,10") == ("openai:m@x", (1.25, 10.0))
+    with pytest.raises(LeaderboardError, match="POLICY=IN,OUT"):
+        parse_price("qwen=1")
+    (tmp_path / "prices.yaml").write_text("qwen: {input: 0.5, output: 2}\nllama: [0.1, 0.2]\n")
+    assert load_prices(tmp_path / "prices.yaml") == {"qwen": (0.5, 2.0), "llama": (0.1, 0.2)}
+    (tmp_path / "prices.json").write_text(json.dumps({"qwen": "cheap"}))
+    with pytest.raises(LeaderboardError, match="price of 'qwen'"):
+        load_prices(tmp_path / "prices.json")
+
+
+def test_training_runs_give_curves_and_their_latest_evaluation_ranks(tmp_path: Path) -> None:
+    write_training(tmp_path / "runs" / "grpo", {2: 1, 4: 3})
+    board = collect([tmp_path / "runs"])
+    (curve,) = board.curves
+    assert curve.label == "runs/grpo" and len(curve.metrics) == 4
+    assert [(p.iteration, p.episodes, p.success_rate) for p in curve.evals] == [(2, 4, 0.25), (4, 4, 0.75)]
+    assert [row.policy for row in board.rows] == ["runs/grpo @ iteration 4"]
+    assert "Training run runs/grpo: evaluations" in format_terminal(board)
+
+
+def test_arena_ratings_join_the_board(tmp_path: Path) -> None:
+    matches = [("minimax", "random", "minimax"), ("random", "minimax", "minimax"), ("minimax", "random", None)]
+    write_arena(tmp_path / "arena", "TicTacToe-v0", matches)
+    board = collect([tmp_path])
+    (arena,) = board.arenas
+    assert arena.game == "TicTacToe-v0" and [r.policy for r in arena.ratings] == ["minimax", "random"]
+    assert board.rows == [] and "Arena: TicTacToe-v0" in format_terminal(board)
+
+
+def test_format_terminal_and_markdown(folders: list[Path]) -> None:
+    board = collect(folders)
+    lines = format_terminal(board).splitlines()
     assert lines[0].split() == [
-        "env",
-        "rank",
-        "policy",
-        "success",
-        "[95%",
-        "CI]",
-        "episodes",
-        "errored",
-        "score",
-        "steps",
-        "tokens/ep",
-        "wall",
-    ]
+        "env", "rank", "policy", "format", "success", "[95%", "CI]", "episodes", "errored", "score", "steps",
+        "tokens", "in/ep", "tokens", "out/ep", "time/ep", "check",
+    ]  # fmt: skip
     assert lines[2].split() == [
-        "Sokoban-v0",
-        "1",
-        "Qwen2.5-7B",
-        "66.7%",
-        "[20.8,",
-        "93.9]",
-        "3",
-        "1",
-        "0.833",
-        "44.0",
-        "4,667",
-        "30.0s",
-    ]
-    assert lines[3].split() == [
-        "Sokoban-v0",
-        "2",
-        "Llama-3-8B",
-        "50.0%",
-        "[9.5,",
-        "90.5]",
-        "2",
-        "0",
-        "0.500",
-        "51.0",
-        "3,500",
-        "12.0s",
-    ]
-    assert lines[4].split() == [
-        "Sokoban-v0",
-        "3",
-        "random",
-        "0.0%",
-        "[0.0,",
-        "65.8]",
-        "2",
-        "0",
-        "0.000",
-        "100.0",
-        "—",
-        "0.5s",
-    ]
-    assert lines[5].split()[:6] == ["Wordle-v0", "1", "Llama-3-8B", "100.0%", "[34.2,", "100.0]"]
-    start = lines.index("Overall: macro-averaged over 2 envs (Sokoban-v0, Wordle-v0)")
-    assert lines[start + 3].split() == ["1", "Llama-3-8B", "75.0%", "0.750", "4", "0"]
-    assert lines[start + 4].split() == ["2", "Qwen2.5-7B", "58.3%", "0.667", "5", "1"]
-    assert lines[start + 5 :] == []  # random ran one env: it has no overall
-
-
-def test_single_env_has_no_overall_section(folders: list[Path]) -> None:
-    text = format_terminal(collect(folders[1:2]))
-    assert "Overall" not in text and "Llama-3-8B" in text
-
-
-def test_format_markdown(folders: list[Path]) -> None:
-    lines = format_markdown(collect(folders)).splitlines()
-    assert lines[0] == (
-        "| Env | Rank | Policy | Success [95% CI] | Episodes | Errored | Score | Steps | Tokens/ep | Wall |"
-    )
-    assert lines[1] == "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
-    assert lines[2] == "| Sokoban-v0 | 1 | Qwen2.5-7B | 66.7% [20.8, 93.9] | 3 | 1 | 0.833 | 44.0 | 4,667 | 30.0s |"
-    assert "| 2 | Qwen2.5-7B | 58.3% | 0.667 | 5 | 1 |" in lines
-    hostile = LeaderboardRow("a|b <i>x</i>", "E-v0", 0, 1, 0, None, 0.0, 1.0, None, None, None, 4.0, ("f",))
-    assert format_markdown([hostile]).splitlines()[2] == (
-        "| E-v0 | — | a\\|b &lt;i&gt;x&lt;/i&gt; | — | 0 | 1 | — | — | — | 4.0s |"
-    )
+        "Sokoban-v0", "1", "Qwen2.5-7B", "text", "66.7%", "[20.8,", "93.9]", "3", "1", "0.833", "44.0",
+        "4,067", "600", "9.3s",
+    ]  # fmt: skip
+    assert lines[4].split()[:7] == ["Sokoban-v0", "3", "random", "text", "0.0%", "[0.0,", "65.8]"]
+    title = "Overall (group A): macro average over 2 families (2 envs)"
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    assert lines[start + 3].split()[:4] == ["1", "Llama-3-8B", "text", "75.0%"]
+    assert lines[start + 4].split()[:4] == ["2", "Qwen2.5-7B", "text", "58.3%"]
+    assert any(line.startswith("Overall (group B: lacks Wordle-v0 of group A; ranked apart)") for line in lines)
+    family = lines.index("Success per family (macro over its envs)")
+    assert lines[family + 1].split() == ["policy", "sokoban", "wordle"]
+    assert lines[family + 3].split() == ["Llama-3-8B", "50.0%", "100.0%"]
+    markdown = format_markdown(board).splitlines()
+    assert markdown[0].startswith("| Env | Rank | Policy | Format | Success [95% CI] |")
+    assert markdown[2].startswith("| Sokoban-v0 | 1 | Qwen2.5-7B | text | 66.7% [20.8, 93.9] | 3 | 1 | 0.833 |")
+    assert "**Runs (wall: time with an episode in flight)**" in markdown
 
 
 def test_bad_folders_are_clear_errors(folders: list[Path], tmp_path: Path) -> None:
-    with pytest.raises(LeaderboardError, match="nowhere is not a results folder .does not exist."):
-        collect([tmp_path / "nowhere"])
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(LeaderboardError, match="empty is not a results folder .has no run.json."):
-        collect([folders[0], tmp_path / "empty"])
     copy = tmp_path / "copy"
     shutil.copytree(folders[1], copy)
     with pytest.raises(LeaderboardError, match="'Llama-3-8B' has episode Sokoban-v0/test/11000/0 in both"):
         collect([folders[1], copy])
-    with pytest.raises(LeaderboardError, match="in both"):
-        write_html([folders[1], copy], tmp_path / "board.html")
-    assert not list(tmp_path.glob("board.html*"))  # no page, no temporary file
     dev = write_folder(tmp_path / "dev", "random", "random", [], split="dev")
     (dev / "episodes.jsonl").write_text(
         json.dumps(
@@ -352,119 +262,8 @@ def test_bad_folders_are_clear_errors(folders: list[Path], tmp_path: Path) -> No
     )
     with pytest.raises(LeaderboardError, match="one split"):
         collect([folders[0], dev])
-
-
-def test_html_embeds_each_episode_as_inert_json(folders: list[Path], tmp_path: Path) -> None:
-    page = tmp_path / "board.html"
-    assert write_html(folders, page) == collect(folders)
-    html = page.read_text(encoding="utf-8")
-    assert not re.search(r"<(img|link|iframe)|<script[^>]*\ssrc=", html)  # no element from data, nothing external
-    details = re.findall(r'<script type="application/json" id="ep-(\d+)">(.*?)</script>', html)
-    assert len(details) == 12  # every episode once, the replaced record of 11001 not at all
-    data = json.loads(re.search(r'<script type="application/json" id="agentgym-data">(.*?)</script>', html)[1])
-    assert [run["label"] for run in data["runs"]] == [
-        "Qwen2.5-7B · qwen",
-        "Llama-3-8B · llama-sokoban",
-        "Llama-3-8B · llama-wordle",
-        "random · random",
-    ]
-    position = next(
-        i for i, ep in enumerate(data["episodes"]) if ep[:3] == [1, data["envs"].index("Sokoban-v0"), 11000]
-    )
-    detail = json.loads(details[position][1])
-    assert detail["messages"][0] == ["system", None]  # the run's system prompt, held once
-    assert detail["messages"][3] == ["user", f"You see {HOSTILE}"]
-    assert detail["turns"][0]["info"]["ratio"] is None  # NaN is not JSON
-
-
-def test_html_page_in_chromium(browser: Any, folders: list[Path], tmp_path: Path) -> None:
-    from playwright.sync_api import expect
-
-    page_path = tmp_path / "board.html"
-    write_html(folders, page_path)
-    page = browser.new_page()
-    problems: list[str] = []
-    requests: list[str] = []
-    page.on("console", lambda message: message.type == "error" and problems.append(message.text))
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    page.on("dialog", lambda dialog: (problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))
-    page.on("request", lambda request: requests.append(request.url))
-    page.goto(page_path.as_uri())
-
-    # The leaderboard: ranked rows, sortable headers, env filter.
-    policies = page.locator("#board tbody td:nth-child(3)")
-    expect(policies).to_have_text(["Qwen2.5-7B", "Llama-3-8B", "random", "Llama-3-8B", "Qwen2.5-7B"])
-    expect(page.locator("#board tbody tr").first).to_contain_text("66.7% [20.8, 93.9]")
-    policy_header = page.locator("#board th[data-key=policy]")
-    policy_header.locator("button").click()
-    expect(policy_header).to_have_attribute("aria-sort", "ascending")
-    expect(policies).to_have_text(["Llama-3-8B", "Llama-3-8B", "Qwen2.5-7B", "Qwen2.5-7B", "random"])
-    policy_header.locator("button").click()
-    expect(policies).to_have_text(["random", "Qwen2.5-7B", "Qwen2.5-7B", "Llama-3-8B", "Llama-3-8B"])
-    page.locator("#board th[data-key=success_rate] button").click()
-    expect(page.locator("#board tbody td:nth-child(4)")).to_have_text(
-        ["100.0% [34.2, 100.0]", "66.7% [20.8, 93.9]", "50.0% [9.5, 90.5]", "50.0% [9.5, 90.5]", "0.0% [0.0, 65.8]"]
-    )
-    page.select_option("#env-filter", "Wordle-v0")
-    expect(policies).to_have_text(["Llama-3-8B", "Qwen2.5-7B"])
-    expect(page.locator("#overall-table tbody tr")).to_have_count(2)
-
-    # The viewer: pick a run, env and episode and read its turns.
-    page.select_option("#run", label="Llama-3-8B · llama-sokoban")
-    page.select_option("#env", "Sokoban-v0")
-    page.select_option("#episode", label="task 11000 · ✓ success · score 1.00 · 2 steps")
-    viewer = page.locator("#viewer")
-    expect(viewer.locator("h3")).to_have_text("Llama-3-8B · Sokoban-v0 · task 11000 success")
-    expect(viewer.locator(".msg.user pre")).to_have_text([f"Push the box.\n{UNICODE}", f"You see {HOSTILE}", "Solved."])
-    expect(viewer.locator("code.action")).to_have_text(["fly", "up"])
-    expect(viewer.locator(".badge.invalid")).to_have_count(1)
-    expect(viewer.locator(".msg.assistant").nth(1)).to_contain_text(f"Quoting {HOSTILE}")
-    expect(viewer.locator(".msg.system pre")).to_have_text(SYSTEM_PROMPT)
-    expect(viewer).to_contain_text("reward +1.000")
-    expect(viewer.locator(".turn pre").first).to_contain_text(f'"note": "{HOSTILE}"')
-
-    # Errors are listed and shown; clicking a leaderboard row opens its trajectories.
-    page.select_option("#run", label="Qwen2.5-7B · qwen")
-    page.select_option("#outcome", "error")
-    expect(page.locator("#episode option")).to_have_count(1)
-    expect(viewer.locator("pre.error")).to_have_text("server timeout after 60 s")
-    page.select_option("#outcome", "all")
-    page.locator("#board tbody tr", has_text="Llama-3-8B").click()
-    expect(page.locator("#run option:checked")).to_have_text("Llama-3-8B · llama-wordle")
-    expect(page.locator("#episode option")).to_have_count(2)
-
-    assert page.locator("img").count() == 0
-    assert problems == []
-    assert requests == [page_path.as_uri()]
-    page.close()
-
-
-def test_viewer_pages_long_episode_lists(browser: Any, tmp_path: Path) -> None:
-    from playwright.sync_api import expect
-
-    records = [
-        episode(
-            "Maze-v0",
-            task,
-            "tiny",
-            success=task % 2 == 0,
-            score=1.0 * (task % 2 == 0),
-            steps=1,
-            tokens=(10, 1),
-            wall_s=0.01,
-        )
-        for task in range(1001)
-    ]
-    write_html([write_folder(tmp_path / "tiny", "tiny", "tiny", records)], tmp_path / "tiny.html")
-    page = browser.new_page()
-    page.goto((tmp_path / "tiny.html").as_uri())
-    expect(page.locator("#page option")).to_have_text(["1–500", "501–1000", "1001–1001"])
-    expect(page.locator("#episode option")).to_have_count(500)
-    page.select_option("#episode", index=499)
-    page.click("#next")  # crosses into the second page
-    expect(page.locator("#page")).to_have_value("1")
-    expect(page.locator("#viewer h3")).to_have_text("tiny · Maze-v0 · task 500 success")
-    page.select_option("#page", "2")
-    expect(page.locator("#episode option")).to_have_count(1)
-    expect(page.locator("#viewer h3")).to_have_text("tiny · Maze-v0 · task 1000 success")
-    page.close()
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "run.json").write_text("[1, 2]")
+    (tmp_path / "broken" / "episodes.jsonl").write_text("")
+    with pytest.raises(LeaderboardError, match="not a run configuration"):
+        collect([tmp_path / "broken"])
