@@ -293,7 +293,7 @@ def eval_with_cli(url: str, model_name: str, out: Path, shape: Shape) -> dict[st
     finished = subprocess.run(command, capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - clock
     records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
-    completion_tokens = sum(r.get("completion_tokens", 0) or 0 for r in records)
+    completion_tokens = sum(r["tokens"]["completion"] for r in records)
     return {
         "exit_code": finished.returncode,
         "output_tail": (finished.stdout + finished.stderr)[-1500:],
@@ -357,13 +357,17 @@ def throughput(model: Path, url: str, device: str, shape: Shape) -> dict[str, An
     pad = generator.pad_token_id
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=generator.device)
     attention = (torch.arange(width, device=generator.device)[None, :] >= (width - torch.tensor([len(p) for p in prompts], device=generator.device))[:, None]).long()
+    def hf_generate(rows: int, new_tokens: int) -> torch.Tensor:
+        with torch.inference_mode():
+            return hf_model.generate(
+                input_ids=ids[:rows], attention_mask=attention[:rows], do_sample=True, temperature=1.0, top_p=1.0,
+                top_k=0, max_new_tokens=new_tokens, pad_token_id=pad, eos_token_id=sorted(generator.eos_token_ids),
+            )  # fmt: skip
+
+    hf_generate(4, 8)  # warm-up
     sync(device)
     clock = time.perf_counter()
-    with torch.inference_mode():
-        output = hf_model.generate(
-            input_ids=ids, attention_mask=attention, do_sample=True, temperature=1.0, top_p=1.0, top_k=0,
-            max_new_tokens=max_tokens, pad_token_id=pad, eos_token_id=sorted(generator.eos_token_ids),
-        )  # fmt: skip
+    output = hf_generate(len(prompts), max_tokens)
     sync(device)
     hf_s = time.perf_counter() - clock
     new = output[:, width:]
@@ -529,7 +533,7 @@ def write(data: dict[str, Any], results: Path, total_s: float) -> None:
             ]
             base = tp["hf_generate"]["tokens_per_s"]
             for key, label in (
-                ("serve_model", "serve-model over HTTP (64 concurrent requests)"),
+                ("serve_model", f"serve-model over HTTP ({tp['batch']} concurrent requests)"),
                 ("generator", "agentgym Generator.generate_tokens (in-process)"),
                 ("hf_generate", "Hugging Face model.generate (in-process)"),
             ):
