@@ -259,8 +259,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Learning demonstration (see the module docstring)")
     parser.add_argument("--gpu", action="store_true", help="the larger run on a CUDA device")
     parser.add_argument("--check", action="store_true", help="a tiny version on the CPU, to check the script")
+    parser.add_argument("--algorithms", help="comma-separated subset of grpo,ppo,gigpo (default: the setting's)")
+    parser.add_argument("--learning-rate", type=float, help="override the setting's learning rate")
+    parser.add_argument("--name", help="the results files' name (default: the setting's)")
     args = parser.parse_args()
     setting = GPU if args.gpu else CPU
+    if args.algorithms:
+        setting = replace(setting, algorithms=tuple(args.algorithms.split(",")))
+    if args.learning_rate:
+        setting = replace(setting, learning_rate=args.learning_rate)
+    if args.name:
+        setting = replace(setting, name=args.name)
     if args.check:
         setting = replace(
             setting, name=f"{setting.name}_check", device="cpu", hidden=64, layers=2, iterations=2, groups=2,
@@ -349,7 +358,8 @@ def write_results(setting: Setting, runs: list[dict], baselines: dict, total_s: 
     setup = (
         f"FrozenLake-v0 size {setting.size}, at most {setting.max_turns} turns; a {setting.layers}-layer Llama "
         f"({setting.hidden} hidden) and a word-level tokenizer made from scratch, warmed up on random-policy "
-        f"transcripts; {setting.iterations} iterations x {setting.groups} tasks x {setting.group_size} episodes; "
+        f"transcripts; {setting.iterations} iterations x {setting.groups} tasks x {setting.group_size} episodes, "
+        f"learning rate {setting.learning_rate:g}; "
         f"seeds {list(setting.seeds)}; {where}"
     )
     names = ", ".join(name.upper() if name != "gigpo" else "GiGPO" for name in setting.algorithms)
@@ -359,7 +369,7 @@ def write_results(setting: Setting, runs: list[dict], baselines: dict, total_s: 
         setup,
         table,
         {"setting": setting.__dict__, "baselines": baselines, "runs": runs, "total_s": total_s},
-        command="python benchmarks/train_learning.py" + (" --gpu" if setting.device != "cpu" else ""),
+        command=" ".join(["python benchmarks/train_learning.py", *sys.argv[1:]]),
     )
     plot(setting, runs, baselines)
 
