@@ -535,6 +535,8 @@ def create_app(
     from fastapi import FastAPI, Request, Response
     from starlette.exceptions import HTTPException
 
+    from agentgym.integrations import LazyMount  # OpenEnv's routes: docs/integrations.md
+
     server = EnvServer(env_ids, max_sessions=max_sessions, session_ttl_s=session_ttl_s, inline=inline)
 
     @asynccontextmanager
@@ -549,6 +551,8 @@ def create_app(
 
     app = FastAPI(title="agentgym env server", lifespan=lifespan)
     app.state.server = server
+    openenv_routes = LazyMount("agentgym.integrations.openenv:create_router", server.env_ids, server.max_sessions)
+    app.mount("/openenv", openenv_routes)
 
     def answer(payload: bytes, status: int = 200) -> Response:
         return Response(payload, status_code=status, media_type="application/json")
