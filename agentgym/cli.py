@@ -185,6 +185,7 @@ def _eval_policy(
                 retry_errors=args.retry_errors,
                 backend="ray" if args.ray is not None else None,
                 suite=suite_name,
+                action_format=args.action_format,
                 on_plan=on_plan,
                 on_episode=lambda record: bars[0].update(1),
             )
@@ -357,6 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, default=0, help="run seed; episode seeds derive from it")
     evaluate.add_argument("--retry-errors", action="store_true", help="play errored episodes again")
     evaluate.add_argument("--history-window", type=int, help="keep only the last K turns in the prompt")
+    evaluate.add_argument(
+        "--action-format",
+        default="text",
+        choices=("text", "tools"),
+        help="how the model acts: text replies ('Action: ...') or native tool calls (see docs/tool-calls.md)",
+    )
     evaluate.add_argument("--system-prompt-file", help="file with the system prompt")
     evaluate.add_argument("--env-timeout", type=float, default=120.0, help="seconds an env call may take")
     evaluate.add_argument(

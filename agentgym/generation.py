@@ -24,11 +24,13 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from jinja2 import TemplateError
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from agentgym.tool_parsing import template_messages
 
 FinishReason = Literal["stop", "length"]
 
@@ -66,10 +68,16 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class Request:
-    """A chat (a list of ``{"role", "content"}`` messages) or a plain-text prompt."""
+    """A chat (a list of ``{"role", "content"}`` messages) or a plain-text prompt.
 
-    prompt: str | Sequence[Mapping[str, str]]
+    ``tools`` (OpenAI function tools) go to the chat template with the chat, which lists
+    them where the model expects them; tool-call arguments in the messages may be JSON
+    strings (as the OpenAI API sends them) or mappings.
+    """
+
+    prompt: str | Sequence[Mapping[str, Any]]
     params: SamplingParams = SamplingParams()
+    tools: Sequence[Mapping[str, Any]] | None = None
 
 
 @dataclass
@@ -156,7 +164,7 @@ class Generator:
         if isinstance(request.prompt, str):
             ids = self.tokenizer(request.prompt).input_ids
         else:
-            ids = self.tokenizer(self._chat_text(request.prompt), add_special_tokens=False).input_ids
+            ids = self.tokenizer(self._chat_text(request.prompt, request.tools), add_special_tokens=False).input_ids
         if not ids:
             raise RequestError("the prompt is empty")
         if self.context_length is None and request.params.max_new_tokens is None:
@@ -223,16 +231,19 @@ class Generator:
             for row, prompt in zip(rows, prompts)
         ]
 
-    def _chat_text(self, messages: Sequence[Mapping[str, str]]) -> str:
+    def _chat_text(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> str:
         for message in messages:
-            if not (
-                isinstance(message, Mapping)
-                and isinstance(message.get("role"), str)
-                and isinstance(message.get("content"), str)
+            if not (isinstance(message, Mapping) and isinstance(message.get("role"), str)):
+                raise RequestError(f"a message must have a string role and content, got {message!r}")
+            # Content may be left out only by an assistant message that calls tools.
+            if not isinstance(message.get("content"), str) and not (
+                message.get("content") is None and message.get("tool_calls")
             ):
                 raise RequestError(f"a message must have a string role and content, got {message!r}")
+        chat = template_messages(messages)
         try:
-            return self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+            tools_kwarg = {"tools": list(tools)} if tools else {}
+            return self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False, **tools_kwarg)
         except TemplateError as error:
             raise RequestError(f"the chat template rejected the messages: {error}") from error
 

@@ -41,7 +41,7 @@ from agentgym.backends import inline_safe
 from agentgym.policies.base import Episode, Policy
 from agentgym.registry import env_info
 from agentgym.results import ResultsFolder, episode_key
-from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, ChatWrapper
+from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat, ChatWrapper
 from agentgym.wrappers.screenshots import ScreenshotRecorder
 
 #: ``info`` keys a turn record leaves out: the episode record holds them once.
@@ -156,8 +156,10 @@ class EnvHost:
         history_window: int | None,
         timeout_s: float,
         backend: str | None = None,
+        action_format: ActionFormat = "text",
     ):
         self.item = item
+        self.action_format = action_format
         self.kwargs = item.kwargs if backend is None else {**item.kwargs, "backend": backend}
         self.timeout_s = timeout_s
         self.inline = inline_safe(item.env, self.kwargs)
@@ -172,7 +174,7 @@ class EnvHost:
         def make() -> ChatWrapper:
             limit = {"max_episode_steps": self.item.max_turns} if self.item.max_turns else {}
             env = gym.make(self.item.env, **limit, **self.kwargs)
-            return ChatWrapper(ScreenshotRecorder(env), self._system_prompt, self._history_window)
+            return ChatWrapper(ScreenshotRecorder(env), self._system_prompt, self._history_window, self.action_format)
 
         self.chat = await self.call(make)
 
@@ -235,8 +237,10 @@ class Runner:
         env_timeout_s: float = 120.0,
         backend: str | None = None,
         on_episode: Callable[[dict[str, Any]], None] | None = None,
+        action_format: ActionFormat = "text",
     ) -> None:
         self.policy = policy
+        self.action_format = action_format
         self.results = results
         self.concurrency = concurrency
         self.system_prompt = system_prompt
@@ -333,7 +337,9 @@ class Runner:
                     self._close(idle.pop())
                 else:
                     await self._changed.wait()
-            host = EnvHost(item, self.system_prompt, self.history_window, self.env_timeout_s, self.backend)
+            host = EnvHost(
+                item, self.system_prompt, self.history_window, self.env_timeout_s, self.backend, self.action_format
+            )
             self._hosts.add(host)
         try:
             await host.start()
@@ -376,7 +382,8 @@ class Runner:
     async def _play_turns(self, host: EnvHost, planned: PlannedEpisode, record: dict[str, Any]) -> None:
         chat = host.chat
         assert chat is not None
-        episode = Episode(planned.key, planned.seed, chat.unwrapped, run_in_env=None if host.inline else host.call)
+        run_in_env = None if host.inline else host.call
+        episode = Episode(planned.key, planned.seed, chat.unwrapped, run_in_env=run_in_env, tools=chat.tools)
         options = {"task_id": planned.task_id}
         recorder = chat.env if isinstance(chat.env, ScreenshotRecorder) else None
         if recorder is not None:  # screenshots of dict observations go to OUT/screenshots/<episode>/N.png
@@ -393,7 +400,7 @@ class Runner:
             started = clock()
             reply = await act(messages, episode)
             replied = clock()
-            messages, reward, terminated, truncated, info = await call(partial(chat.step, reply.text))
+            messages, reward, terminated, truncated, info = await call(partial(chat.step, reply.action))
             turn_info = dict(info)
             action = turn_info.pop("action", reply.text)
             invalid = bool(turn_info.pop("invalid_action", False))
@@ -413,6 +420,8 @@ class Runner:
                     "completion_tokens": reply.completion_tokens,
                 }
             )
+            if reply.tool_calls:  # the calls as the model made them (the env's reading is in info["tool_call"])
+                turns[-1]["tool_calls"] = reply.tool_calls
             tokens["prompt"] += reply.prompt_tokens
             tokens["completion"] += reply.completion_tokens
             record["return"] += reward
@@ -446,6 +455,7 @@ def run_description(
     system_prompt: str | None,
     history_window: int | None,
     suite: str | None,
+    action_format: ActionFormat = "text",
 ) -> dict[str, Any]:
     """The ``run.json`` of an eval: enough to resume it and to label it on a leaderboard."""
     return {
@@ -457,6 +467,7 @@ def run_description(
         "seed": seed,
         "system_prompt": system_prompt,
         "history_window": history_window,
+        "action_format": action_format,
         "items": [asdict(item) for item in items],
     }
 
@@ -477,13 +488,18 @@ async def run_eval(
     suite: str | None = None,
     on_episode: Callable[[dict[str, Any]], None] | None = None,
     on_plan: Callable[[int, int], None] | None = None,
+    action_format: ActionFormat = "text",
 ) -> RunStats:
     """Run (or resume) an evaluation into ``out``; returns what this invocation did.
 
     ``backend`` runs every env there (see the module docstring); ``on_plan(total,
     already_done)`` is called once before playing (for a progress bar), ``on_episode(record)``
-    after each finished episode.
+    after each finished episode. ``action_format`` ``"tools"`` plays native tool calls: the
+    policy is offered each env's function tools and its tool calls are the actions (see
+    :class:`~agentgym.wrappers.chat.ChatWrapper`); ``run.json`` records it.
     """
+    if action_format == "tools" and system_prompt == DEFAULT_SYSTEM_PROMPT:
+        system_prompt = DEFAULT_TOOLS_SYSTEM_PROMPT  # the text prompt asks for 'Action:' lines
     results = ResultsFolder(out)
     description = run_description(
         policy_spec,
@@ -493,6 +509,7 @@ async def run_eval(
         system_prompt=system_prompt,
         history_window=history_window,
         suite=suite,
+        action_format=action_format,
     )
     results.open(description)
     planned = plan(items, seed)
@@ -514,6 +531,7 @@ async def run_eval(
         env_timeout_s=env_timeout_s,
         backend=backend,
         on_episode=on_episode,
+        action_format=action_format,
     )
     clock = time.perf_counter()
     try:

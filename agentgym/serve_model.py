@@ -11,7 +11,15 @@ hot-loaded with ``POST /v1/load_lora_adapter`` (``{"lora_name", "lora_path"}``) 
 with ``POST /v1/unload_lora_adapter``, after which requests may name the adapter as their
 ``model``. Each adapter is merged into its own copy of the base model (needs ``peft``).
 
-Not implemented, and answered with a 400: streaming, ``n`` > 1, ``top_logprobs``,
+Tool calling, as ``vllm serve --enable-auto-tool-choice --tool-call-parser hermes``: a chat
+request's ``tools`` are rendered by the model's chat template (``apply_chat_template(...,
+tools=...)``), and with ``tool_choice`` ``"auto"`` (the default when tools are given) the
+reply's ``<tool_call>`` JSON blocks (the Hermes / Qwen convention) come back as OpenAI
+``tool_calls`` with ``finish_reason: "tool_calls"`` (:mod:`agentgym.tool_parsing`);
+``"none"`` leaves the text as it is. Messages may carry ``tool_calls`` (arguments as a JSON
+string or an object) and ``tool`` results with their ``tool_call_id``.
+
+Not implemented, and answered with a 400: streaming, ``tool_choice`` ``"required"`` or a named function, ``n`` > 1, ``top_logprobs``,
 completion ``logprobs`` above 0 and ``echo``. Errors are JSON ``{"error": {"message", "type", "param",
 "code"}}`` with vLLM's types; bad requests get a 4xx, never a traceback. Needs the
 ``serve`` extra.
@@ -38,6 +46,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from agentgym.generation import Batcher, Completion, Generator, Request, RequestError, SamplingParams
+from agentgym.tool_parsing import parse_tool_calls
 
 
 class TokenPrompt(tuple):
@@ -81,17 +90,61 @@ class TextPart(BaseModel):
     text: str
 
 
+class FunctionCall(BaseModel):
+    """The function of a tool call: its name and arguments (a JSON string, or an object)."""
+
+    name: str
+    arguments: str | dict[str, Any] = "{}"
+
+
+class ToolCall(BaseModel):
+    """A tool call in an assistant message."""
+
+    id: str | None = None
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class FunctionTool(BaseModel):
+    """The function a tool declares (OpenAI's shape); ``parameters`` is a JSON schema."""
+
+    name: str = Field(min_length=1)
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class Tool(BaseModel):
+    """A tool a chat request offers the model."""
+
+    type: Literal["function"] = "function"
+    function: FunctionTool
+
+
 class ChatMessage(BaseModel):
     """A chat message; content parts are joined into one string."""
 
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[TextPart] | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
 
     def text(self) -> str:
         """The content as one string."""
         if isinstance(self.content, list):
             return "\n".join(part.text for part in self.content)
         return self.content or ""
+
+    def for_template(self) -> dict[str, Any]:
+        """The message as a chat template takes it: content as one string (None beside tool calls)."""
+        message: dict[str, Any] = {"role": self.role, "content": self.text()}
+        if self.tool_calls:
+            message["content"] = self.text() or None
+            message["tool_calls"] = [call.model_dump() for call in self.tool_calls]
+        for key in ("tool_call_id", "name"):
+            if getattr(self, key) is not None:
+                message[key] = getattr(self, key)
+        return message
 
 
 class SamplingRequest(BaseModel):
@@ -114,6 +167,8 @@ class ChatCompletionRequest(SamplingRequest):
     max_completion_tokens: int | None = Field(default=None, ge=1)
     logprobs: bool = False
     top_logprobs: int | None = None
+    tools: list[Tool] | None = None
+    tool_choice: str | dict[str, Any] | None = None
 
 
 class CompletionRequest(SamplingRequest):
@@ -180,7 +235,9 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
     async def internal_error(_: HTTPRequest, error: Exception) -> JSONResponse:
         return _error_response(500, f"internal error: {type(error).__name__}: {error}")
 
-    async def complete(body: SamplingRequest, prompt: Any, max_tokens: int | None) -> Completion:
+    async def complete(
+        body: SamplingRequest, prompt: Any, max_tokens: int | None, tools: list[dict[str, Any]] | None = None
+    ) -> Completion:
         """Check the request's common fields and run it through the batcher."""
         target = batcher
         if body.model is not None and body.model != model_name:
@@ -200,7 +257,7 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
                 stop=tuple(stop),
                 seed=body.seed,
             )
-            return await target.submit(Request(prompt, params))
+            return await target.submit(Request(prompt, params, tools))
         except RequestError as error:
             raise APIError(400, str(error)) from error
 
@@ -209,9 +266,20 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
         """Reply to a chat, formatted with the model's chat template."""
         if body.top_logprobs:
             raise APIError(400, "top_logprobs is not supported", "top_logprobs")
-        messages = [{"role": message.role, "content": message.text()} for message in body.messages]
-        completion = await complete(body, messages, body.max_completion_tokens or body.max_tokens)
+        choice = body.tool_choice if body.tool_choice is not None else ("auto" if body.tools else "none")
+        if choice not in ("auto", "none"):
+            raise APIError(400, 'only tool_choice "auto" and "none" are supported', "tool_choice")
+        tools = [tool.model_dump(exclude_none=True) for tool in body.tools] if body.tools else None
+        messages = [message.for_template() for message in body.messages]
+        completion = await complete(body, messages, body.max_completion_tokens or body.max_tokens, tools)
         logprobs = {"content": _token_logprobs(generator, completion)} if body.logprobs else None
+        message: dict[str, Any] = {"role": "assistant", "content": completion.text}
+        finish_reason = completion.finish_reason
+        if tools and choice == "auto":
+            parsed = parse_tool_calls(completion.text)
+            if parsed.tool_calls:
+                message = {"role": "assistant", "content": parsed.content, "tool_calls": parsed.tool_calls}
+                finish_reason = "tool_calls"
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
@@ -220,9 +288,9 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": completion.text},
+                    "message": message,
                     "logprobs": logprobs,
-                    "finish_reason": completion.finish_reason,
+                    "finish_reason": finish_reason,
                 }
             ],
             "usage": _usage([completion]),

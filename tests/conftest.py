@@ -29,6 +29,15 @@ def tiny_model_with_long_context_path(tmp_path_factory: pytest.TempPathFactory) 
     return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-llama-2k", context_length=2048)
 
 
+@pytest.fixture(scope="session")
+def tiny_tool_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model with a Qwen2.5-style chat template that renders tools and tool calls, 4,096-token context."""
+    pytest.importorskip("transformers")
+    from tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-tools", context_length=4096, tools=True)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Debian's headless Chromium driven by Playwright (its own browser download does not work offline)."""

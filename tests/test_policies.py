@@ -54,6 +54,8 @@ class ScriptedServer(ThreadingHTTPServer):
         self.headers_seen: list[dict] = []
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Lock()
+        #: The assistant message every 200 answer carries.
+        self.message: dict = {"role": "assistant", "content": "Action: up"}
 
     @property
     def url(self) -> str:
@@ -75,7 +77,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         if status == 200:
             body = {
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": "Action: up"}, "finish_reason": "stop"}
+                    {"index": 0, "message": server.message, "finish_reason": "stop"}
                 ],
                 "usage": {"prompt_tokens": 17, "completion_tokens": 3, "total_tokens": 20},
             }

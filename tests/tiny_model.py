@@ -40,10 +40,23 @@ _CORPUS = [
 ]
 
 
-def build_tiny_model(folder: Path, context_length: int = 256) -> Path:
-    """Build and save the tiny model and its tokenizer in ``folder``; return ``folder``."""
+#: A chat template in Qwen2.5's format with tool calls (see the file).
+TOOLS_CHAT_TEMPLATE = Path(__file__).with_name("data").joinpath("qwen2_5_tools_template.jinja")
+
+
+def build_tiny_model(folder: Path, context_length: int = 256, tools: bool = False) -> Path:
+    """Build and save the tiny model and its tokenizer in ``folder``; return ``folder``.
+
+    ``tools=True`` gives the tokenizer Qwen2.5's chat format instead (``<|im_start|>``,
+    ``<|im_end|>`` as end of turn, ``<tool_call>`` blocks; :data:`TOOLS_CHAT_TEMPLATE`).
+    """
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = _train_tokenizer()
+    if tools:
+        tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+        tokenizer.add_tokens(["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"])
+        tokenizer.eos_token = "<|im_end|>"
+        tokenizer.chat_template = TOOLS_CHAT_TEMPLATE.read_text(encoding="utf-8")
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=64,

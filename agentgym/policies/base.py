@@ -10,16 +10,20 @@ from typing import Any, TypeVar
 
 import gymnasium as gym
 
+from agentgym.tool_parsing import parse_tool_calls
+
 T = TypeVar("T")
 
-Message = dict[str, str]
+Message = dict[str, Any]
 
 
 @dataclass
 class Episode:
     """What a policy may know about the episode it acts in.
 
-    LLM policies use only ``seed`` (as a sampling seed, where the backend takes one);
+    LLM policies use ``seed`` (as a sampling seed, where the backend takes one) and
+    ``tools``: the env's function tools when the run plays native tool calls (``None`` when
+    it plays text), to be offered to the model (``tools=``);
     scripted policies read the env (its unwrapped instance) through ``in_env``, which runs a function of the env
     where the runner runs the env's own calls (some envs must stay on one thread).
     ``rng`` is seeded from ``seed``.
@@ -29,6 +33,7 @@ class Episode:
     seed: int
     env: gym.Env
     run_in_env: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
     rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -43,7 +48,12 @@ class Episode:
 
 @dataclass
 class Reply:
-    """A policy's reply and what it cost."""
+    """A policy's reply and what it cost.
+
+    ``text`` is the reply's text (its content beside any tool calls); ``tool_calls`` the
+    native tool calls it made, in OpenAI's shape (``{"id", "type": "function", "function":
+    {"name", "arguments"}}``, arguments a JSON string), or None.
+    """
 
     text: str
     prompt_tokens: int = 0
@@ -51,6 +61,27 @@ class Reply:
     #: The sampled token ids and their logprobs, where the backend reports them.
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+    @property
+    def action(self) -> str | dict[str, Any]:
+        """What the env is given: the assistant message with its tool calls, or the text."""
+        if not self.tool_calls:
+            return self.text
+        return {"role": "assistant", "content": self.text or None, "tool_calls": self.tool_calls}
+
+    @classmethod
+    def parsed(cls, text: str, tools: list[dict[str, Any]] | None, **usage: Any) -> Reply:
+        """A reply to a prompt that offered ``tools``: tool calls read from ``text`` (Hermes/Qwen blocks).
+
+        Without tools the text is kept as it is.
+        """
+        if not tools:
+            return cls(text, **usage)
+        parsed = parse_tool_calls(text)
+        if not parsed.tool_calls:
+            return cls(text, **usage)
+        return cls(parsed.content or "", tool_calls=parsed.tool_calls, **usage)
 
 
 class Policy(abc.ABC):

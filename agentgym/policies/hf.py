@@ -3,7 +3,9 @@
 Concurrent ``act`` calls (one per running episode) are batched into one generation by a
 ``Batcher``, which runs the model in a worker thread so the event loop stays free. Each
 turn samples with a seed drawn from the episode's ``rng``, so an episode replays the same
-way. Needs the ``hf`` extra.
+way. When the episode plays native tool calls, the chat template renders its tools and the
+reply's ``<tool_call>`` blocks become tool calls (:mod:`agentgym.tool_parsing`). Needs the
+``hf`` extra.
 """
 
 from __future__ import annotations
@@ -51,9 +53,10 @@ class HFPolicy(Policy):
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
         """The model's reply to the chat so far."""
         params = replace(self.params, seed=episode.rng.getrandbits(63))
-        completion = await self.batcher.submit(Request(messages, params))
-        return Reply(
-            text=completion.text,
+        completion = await self.batcher.submit(Request(messages, params, episode.tools))
+        return Reply.parsed(
+            completion.text,
+            episode.tools,
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,
             token_ids=completion.token_ids,

@@ -23,6 +23,10 @@ class PolicyError(RuntimeError):
 class OpenAIPolicy(Policy):
     """Chat Completions over HTTP with retries, backoff, timeouts and a concurrency limit.
 
+    When the episode plays native tool calls (``episode.tools``), the request offers them
+    (``tools=``, ``tool_choice: "auto"``) and the reply's ``tool_calls`` become its action;
+    a vLLM server needs ``--enable-auto-tool-choice --tool-call-parser NAME`` for that.
+
     ``api_key`` defaults to the ``api_key_env`` environment variable (``OPENAI_API_KEY``);
     with neither, no ``Authorization`` header is sent (vLLM's default). Each request
     carries the episode's seed so that sampling is reproducible where the server honours
@@ -103,14 +107,20 @@ class OpenAIPolicy(Policy):
 
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
         payload = {"model": self.model, "messages": messages, "seed": episode.seed, **self.sampling}
+        if episode.tools:
+            payload |= {"tools": episode.tools, "tool_choice": "auto"}
         async with self._slots:
             data, url = await self._post("/chat/completions", payload, episode.key)
         try:
-            text = data["choices"][0]["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError):
+            message = data["choices"][0]["message"]
+            text = message.get("content") or ""
+            tool_calls = message.get("tool_calls") or None
+        except (KeyError, IndexError, TypeError, AttributeError):
             raise PolicyError(f"malformed response from {url}: {str(data)[:300]}") from None
+        if tool_calls is not None and not isinstance(tool_calls, list):
+            raise PolicyError(f"malformed tool_calls from {url}: {str(tool_calls)[:300]}")
         usage = data.get("usage") or {}
-        return Reply(text, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+        return Reply(text, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), tool_calls=tool_calls)
 
     async def _post(self, path: str, payload: dict[str, Any], episode_key: str) -> tuple[dict[str, Any], str]:
         """The endpoint's JSON answer and the endpoint's URL, retrying (on other endpoints where there are)."""

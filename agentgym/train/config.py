@@ -106,6 +106,10 @@ class RolloutConfig:
     envs that wait on something (remote backends such as ``kwargs: {backend: ray}``,
     browsers, JVMs); pure-Python local envs (``metadata["inline_safe"]``) are stepped one
     after another on the trainer's thread whatever its value; 1: every env in turn.
+    ``action_format``: ``text`` replies, or native ``tools`` calls (the prompt offers the
+    env's function tools and the model's ``<tool_call>`` blocks are its actions; the
+    tokenizer's chat template must render ``tools`` and ``tool`` messages); evaluation plays
+    the same format.
     """
 
     backend: Literal["hf", "openai"] = "hf"
@@ -119,6 +123,7 @@ class RolloutConfig:
     max_turns: list[list[int]] = field(default_factory=lambda: [[0, 10]])
     timeout_s: float = 600.0
     env_workers: int = 32
+    action_format: Literal["text", "tools"] = "text"
 
     def turns_at(self, iteration: int) -> int:
         """The turn limit that applies at ``iteration``."""
@@ -170,6 +175,8 @@ class TrainConfig:
             raise ValueError("group_size, groups_per_iteration and minibatch_size must be >= 1")
         if self.rollout.backend == "openai" and self.model.lora is None:
             raise ValueError("the openai rollout backend hot-loads LoRA adapters: set model.lora")
+        if self.rollout.action_format not in ("text", "tools"):
+            raise ValueError("rollout.action_format must be text or tools")
         if self.rollout.env_workers < 1:
             raise ValueError("rollout.env_workers must be >= 1")
         if not self.rollout.max_turns or any(len(entry) != 2 for entry in self.rollout.max_turns):

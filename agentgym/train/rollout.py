@@ -7,6 +7,12 @@ the sequence so far as token ids, so what the model saw, what it sampled and wha
 trainer scores are the same ids: nothing the model sampled is ever decoded and encoded
 again (which can change ids, e.g. ``"u" "p"`` re-encoded as ``"up"``).
 
+Native tool calls (``ChatWrapper(action_format="tools")``) keep this exact: the prompt is
+rendered with the env's tools (``apply_chat_template(..., tools=...)``), the sampled ids stay
+as they are, the env is given the tool calls parsed from their decoded text
+(:func:`agentgym.tool_parsing.assistant_message`), and the tool results enter as the
+template's delta, rendered with the same tools.
+
 Samplers: ``HFSampler`` generates in-process (``agentgym.generation.Generator``);
 ``ServerSampler`` sends token-id prompts to ``/v1/completions`` of an OpenAI-compatible
 server (vLLM, ``agentgym serve-model``) and reads back the sampled ids and their logprobs.
@@ -28,7 +34,8 @@ import httpx
 from transformers import PreTrainedTokenizerBase
 
 from agentgym.generation import Generator, SamplingParams
-from agentgym.wrappers.chat import ChatWrapper, Message
+from agentgym.tool_parsing import assistant_message, template_messages
+from agentgym.wrappers.chat import ActionFormat, ChatWrapper, Message
 
 #: Stands in for an assistant reply when rendering the chat template's delta.
 _REPLY_MARK = "\u2063AGENTGYM-REPLY\u2063"
@@ -42,25 +49,38 @@ class ChatTokens:
         self.tokenizer = tokenizer
         self.eos_token_ids = set(eos_token_ids)
 
-    def prompt(self, messages: list[Message]) -> list[int]:
-        """The ids of the first prompt: the template with its generation prompt."""
-        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    def prompt(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> list[int]:
+        """The ids of the first prompt: the template (offering ``tools``, if any) with its generation prompt."""
+        text = self._render(messages, tools)
         return self.tokenizer(text, add_special_tokens=False).input_ids
 
-    def delta(self, history: list[Message], sampled: Sequence[int], new_messages: list[Message]) -> list[int]:
+    def delta(
+        self,
+        history: list[Message],
+        sampled: Sequence[int],
+        new_messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> list[int]:
         """The ids that follow a sampled reply: its end of turn, ``new_messages``, the next generation prompt.
 
         ``history`` is the chat before the reply. The template is rendered with a marker
         as the reply, and everything after the marker is the delta; if the model already
         sampled the end-of-turn token that the delta starts with, it is not repeated.
+        ``new_messages`` may be tool results; ``tools`` must be those the prompt offered.
         """
         chat = [*history, {"role": "assistant", "content": _REPLY_MARK}, *new_messages]
-        text = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        text = self._render(chat, tools)
         after = text[text.rindex(_REPLY_MARK) + len(_REPLY_MARK) :]
         if sampled and sampled[-1] in self.eos_token_ids:
             ending = self.tokenizer.decode([sampled[-1]])
             after = after.removeprefix(ending)
         return self.tokenizer(after, add_special_tokens=False).input_ids
+
+    def _render(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> str:
+        kwargs = {"tools": tools} if tools else {}
+        return self.tokenizer.apply_chat_template(
+            template_messages(messages), add_generation_prompt=True, tokenize=False, **kwargs
+        )
 
 
 @dataclass
@@ -235,7 +255,7 @@ def play_episodes(
         ]
         for slot, (messages, _) in zip(slots, _call_envs(slots, resets, pool)):
             slot.messages = messages
-            slot.trajectory.extend(chat_tokens.prompt(messages), sampled=False)
+            slot.trajectory.extend(chat_tokens.prompt(messages, slot.env.tools), sampled=False)
         for turn in range(max_turns):
             active = [i for i, slot in enumerate(slots) if not slot.trajectory.done]
             context = sampler.context_length
@@ -251,7 +271,14 @@ def play_episodes(
             stepping = [slots[i] for i in active]
             histories = [slot.env.transcript[:] for slot in stepping]
             # Decoded here: the tokenizer is not shared with the env threads.
-            replies = [chat_tokens.tokenizer.decode(sample.token_ids, skip_special_tokens=True) for sample in samples]
+            replies: list[Any] = [
+                chat_tokens.tokenizer.decode(sample.token_ids, skip_special_tokens=True) for sample in samples
+            ]
+            # Tools mode: the env is given the calls in the sampled text (the ids themselves stay as sampled).
+            replies = [
+                assistant_message(reply) if slot.env.tools is not None else reply
+                for slot, reply in zip(stepping, replies)
+            ]
             outcomes = _call_envs(stepping, [partial(s.env.step, reply) for s, reply in zip(stepping, replies)], pool)
             for slot, sample, history, outcome in zip(stepping, samples, histories, outcomes):
                 _record_turn(slot, sample, history, outcome, chat_tokens, last_turn=turn == max_turns - 1)
@@ -282,7 +309,7 @@ def _record_turn(
 ) -> None:
     """Append the sample and the env's reply to it as tokens; ``history`` is the chat the sample answered."""
     trajectory = slot.trajectory
-    trajectory.anchors.append(history[-1]["content"])
+    trajectory.anchors.append(_observation(history))
     trajectory.extend(sample.token_ids, sampled=True, logprobs=sample.logprobs)
     trajectory.turn_ends.append(len(trajectory.token_ids) - 1)
     slot.messages, reward, terminated, truncated, info = outcome
@@ -293,7 +320,15 @@ def _record_turn(
         trajectory.done = True
         trajectory.truncated = not terminated
         return
-    trajectory.extend(chat_tokens.delta(history, sample.token_ids, slot.env.transcript[-1:]), sampled=False)
+    # The env's answer: a user message, or (tools mode) one tool message per call of the reply.
+    answer = slot.env.transcript[len(history) + 1 :]
+    trajectory.extend(chat_tokens.delta(history, sample.token_ids, answer, slot.env.tools), sampled=False)
+
+
+def _observation(history: list[Message]) -> str:
+    """The observation the next reply acts on: the first message after the last reply (a user or tool message)."""
+    replies = [i for i, message in enumerate(history) if message["role"] == "assistant"]
+    return history[replies[-1] + 1 if replies else -1]["content"]
 
 
 def make_slots(envs: list[ChatWrapper], tasks: list[tuple[str, int, int]], rng: random.Random) -> list[EpisodeSlot]:
@@ -304,6 +339,8 @@ def make_slots(envs: list[ChatWrapper], tasks: list[tuple[str, int, int]], rng: 
     ]
 
 
-def chat_env(env_id: str, kwargs: dict[str, Any], system_prompt: str | None) -> ChatWrapper:
+def chat_env(
+    env_id: str, kwargs: dict[str, Any], system_prompt: str | None, action_format: ActionFormat = "text"
+) -> ChatWrapper:
     """A training env: ``gym.make`` wrapped for chat, with the whole history kept."""
-    return ChatWrapper(gym.make(env_id, **kwargs), system_prompt)
+    return ChatWrapper(gym.make(env_id, **kwargs), system_prompt, action_format=action_format)

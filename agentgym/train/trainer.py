@@ -149,7 +149,11 @@ class Trainer:
             task_id = rng.choice(env_info(env_config.id).splits.ids(env_config.split))
             for _ in range(self.algorithm.group_size):
                 if used[which] == len(self.envs[which]):
-                    self.envs[which].append(chat_env(env_config.id, env_config.kwargs, config.rollout.system_prompt))
+                    self.envs[which].append(
+                        chat_env(
+                            env_config.id, env_config.kwargs, config.rollout.system_prompt, config.rollout.action_format
+                        )
+                    )
                 envs.append(self.envs[which][used[which]])
                 used[which] += 1
                 tasks.append((env_config.id, task_id, group))
@@ -372,6 +376,7 @@ class Trainer:
                     seed=config.seed,
                     concurrency=config.eval_concurrency,
                     system_prompt=config.rollout.system_prompt,
+                    action_format=config.rollout.action_format,
                     on_episode=records.append,
                 )
             finally:
@@ -482,8 +487,9 @@ class GeneratorPolicy(Policy):
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
         # A seed per episode and turn: sampling replays exactly, and turns do not share their random draws.
         params = replace(self.params, seed=stable_seed(episode.seed, len(messages)))
-        completion = await self.batcher.submit(Request(messages, params))
-        return Reply(completion.text, completion.prompt_tokens, completion.completion_tokens)
+        completion = await self.batcher.submit(Request(messages, params, episode.tools))
+        usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
+        return Reply.parsed(completion.text, episode.tools, **usage)
 
     async def aclose(self) -> None:
         await self.batcher.aclose()
