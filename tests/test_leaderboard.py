@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import pytest
 from leaderboard_runs import episode, four_runs, write_arena, write_folder, write_training
 
@@ -20,6 +23,7 @@ from agentgym.leaderboard import (
     parse_price,
 )
 from agentgym.stats import macro_interval, wilson_interval
+from agentgym.wrappers.screenshots import ScreenshotRecorder
 
 
 @pytest.fixture
@@ -267,3 +271,55 @@ def test_bad_folders_are_clear_errors(folders: list[Path], tmp_path: Path) -> No
     (tmp_path / "broken" / "episodes.jsonl").write_text("")
     with pytest.raises(LeaderboardError, match="not a run configuration"):
         collect([tmp_path / "broken"])
+
+
+class _Pixels(gym.Env):
+    """Dict observations with a screenshot whose colour is the step count (a text env when ``text_only``)."""
+
+    def __init__(self, text_only: bool = False) -> None:
+        self.text_only, self.count = text_only, 0
+
+    def _observation(self) -> Any:
+        if self.text_only:
+            return f"step {self.count}"
+        return {"text": f"step {self.count}", "screenshot": np.full((4, 6, 3), 40 * self.count, np.uint8)}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        self.count = 0
+        return self._observation(), {}
+
+    def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.count += 1
+        return self._observation(), 0.0, self.count == 2, False, {}
+
+
+def test_screenshot_recorder_saves_each_observation_as_png(tmp_path: Path) -> None:
+    from PIL import Image
+
+    env = ScreenshotRecorder(_Pixels())
+    env.reset()  # not recording yet: nothing written
+    assert env.saved == [] and not any(tmp_path.iterdir())
+    env.record_to(tmp_path / "episode", relative_to=tmp_path)
+    observation, _ = env.reset()
+    env.step("a")
+    env.step("b")
+    assert "screenshot" in observation  # observations pass through unchanged
+    assert env.saved == ["episode/0.png", "episode/1.png", "episode/2.png"]
+    assert np.asarray(Image.open(tmp_path / "episode" / "2.png")).tolist() == np.full((4, 6, 3), 80).tolist()
+    text = ScreenshotRecorder(_Pixels(text_only=True))
+    text.record_to(tmp_path / "text")
+    text.reset()
+    assert text.saved == [None] and not (tmp_path / "text").exists()
+
+
+@pytest.mark.skipif(shutil.which("Xvfb") is None or shutil.which("xdotool") is None, reason="no Xvfb/xdotool")
+def test_runner_records_screenshots_of_desktop_episodes(tmp_path: Path) -> None:
+    import asyncio
+
+    from agentgym.policies import make_policy
+    from agentgym.runner import EvalItem, run_eval
+
+    asyncio.run(run_eval("oracle", make_policy("oracle"), [EvalItem("Desktop-v0", 1)], tmp_path / "run"))
+    (record,) = [json.loads(line) for line in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()]
+    assert record["status"] == "ok" and len(record["screenshots"]) == record["steps"] + 1
+    assert all((tmp_path / "run" / path).read_bytes().startswith(b"\x89PNG") for path in record["screenshots"])
