@@ -71,6 +71,8 @@ METRICS_FILE = "metrics.jsonl"
 #: At most this many episodes, and about this many bytes, per trajectory file of the HTML page.
 CHUNK_EPISODES = 50
 CHUNK_BYTES = 1 << 20
+#: Characters of each distinct instruction the page's search sees.
+INSTRUCTION_CHARS = 300
 _EVAL_FOLDER = re.compile(r"iteration-(\d+)(?:-temperature-([0-9.eE+-]+))?$")
 
 
@@ -142,26 +144,35 @@ def discover(paths: Sequence[Path | str]) -> Found:
     """Every run under ``paths`` (each a run folder or any folder holding runs, at any depth).
 
     Raises :class:`LeaderboardError` for a path that does not exist or holds no run.
-    A run reached twice (a folder and its parent both given) is taken once.
+    A run reached twice (a folder and its parent both given) is taken once. A run in
+    ``X/eval/iteration-N`` where ``X`` holds ``metrics.jsonl`` belongs to training run
+    ``X``, even when only ``X/eval`` was given.
     """
     found = Found()
     seen: set[Path] = set()
     labels: set[str] = set()
+    trainings: dict[Path, TrainingRun] = {}
+
+    def training_of(root: Path, folder: Path) -> TrainingRun:
+        key = folder.resolve()
+        if key not in trainings:
+            inside = key == root.resolve() or root.resolve() in key.parents
+            label = _unique(_label(root, folder) if inside else folder.resolve().name, labels)
+            trainings[key] = TrainingRun(folder, label, _read_metrics(folder / METRICS_FILE), [])
+            found.trainings.append(trainings[key])
+        return trainings[key]
+
     for given in paths:
         root = Path(given)
         if not root.is_dir():
             what = "does not exist" if not root.exists() else "is not a folder"
             raise LeaderboardError(f"{given} {what}; pass folders that hold runs written by `agentgym eval`")
-        trainings: dict[Path, TrainingRun] = {}
         count = 0
         for folder, subfolders, files in os.walk(root):
             subfolders.sort()
             here = Path(folder)
-            if METRICS_FILE in files and here.resolve() not in trainings:
-                label = _unique(_label(root, here), labels)
-                training = TrainingRun(here, label, _read_metrics(here / METRICS_FILE), [])
-                trainings[here.resolve()] = training
-                found.trainings.append(training)
+            if METRICS_FILE in files:
+                training_of(root, here)
             if RUN_FILE not in files or EPISODES_FILE not in files:
                 continue
             subfolders[:] = []  # a run holds no runs (only e.g. its screenshots)
@@ -170,15 +181,18 @@ def discover(paths: Sequence[Path | str]) -> Found:
                 continue
             seen.add(here.resolve())
             run = _read_run_json(here)
-            owner = trainings.get(here.resolve().parent.parent) if here.parent.name == "eval" else None
-            match = _EVAL_FOLDER.match(here.name) if owner else None
+            trainer = here.resolve().parent.parent
+            match = _EVAL_FOLDER.match(here.name)
+            owner = None
+            if match and here.resolve().parent.name == "eval" and (trainer / METRICS_FILE).is_file():
+                owner = training_of(root, trainer)
             folder_run = RunFolder(
                 here,
                 _unique(_label(root, here), labels),
                 run,
                 training=owner.label if owner else None,
-                iteration=int(match[1]) if match else None,
-                temperature=float(match[2]) if match and match[2] else None,
+                iteration=int(match[1]) if owner and match else None,
+                temperature=float(match[2]) if owner and match and match[2] else None,
             )
             if owner is not None:
                 owner.evals.append(folder_run)
@@ -565,7 +579,8 @@ class _Board:
 def ranked(rows: Iterable[LeaderboardRow]) -> list[tuple[int | None, LeaderboardRow]]:
     """Rows sorted by env, then best success first (ties: mean score, name), with their rank in the env.
 
-    Equal success rates share a rank (1, 2, 2, 4); rows without ok episodes come last, unranked.
+    Equal success rates share a rank (1, 2, 2, 4); rows without ok episodes come last, unranked,
+    and so are the rows of an env whose task-set fingerprints differ between runs (not comparable).
     """
     ordered = sorted(
         rows,
@@ -585,7 +600,7 @@ def ranked(rows: Iterable[LeaderboardRow]) -> list[tuple[int | None, Leaderboard
             for other in ordered
             if other.env == row.env and row.success_rate is not None and (other.success_rate or 0.0) > row.success_rate
         )
-        result.append((None if row.success_rate is None else better + 1, row))
+        result.append((None if row.success_rate is None or row.mismatch else better + 1, row))
     return result
 
 
@@ -1065,6 +1080,7 @@ class _PageWriter:
         self.files = files  # the temporary folder that becomes NAME_files/
         self.name = name  # the folder's final name, for paths relative to the page
         self.env_ids: dict[str, int] = {}
+        self.instructions: dict[str, int] = {}  # each distinct instruction once, for the search
         self.index: list[list[Any]] = []
         self.runs: list[dict[str, Any]] = []
 
@@ -1095,7 +1111,7 @@ class _PageWriter:
             sizes[env] = sizes.get(env, 0) + len(detail)
             chunk, position = len(chunks) - 1, len(chunks[-1]) - 1
             tokens = record.get("tokens") or {}
-            instruction = str(record.get("instruction") or "")
+            instruction = str(record.get("instruction") or "")[:INSTRUCTION_CHARS]
             outcome = 0 if record.get("status", "ok") != "ok" else 2 if record.get("success") else 1
             self.index.append(
                 [
@@ -1111,7 +1127,7 @@ class _PageWriter:
                     round(float(record.get("wall_s") or 0.0), 3),
                     chunk,
                     position,
-                    instruction[:100],
+                    self.instructions.setdefault(instruction, len(self.instructions)),
                 ]
             )
         for env, chunks in blocks.items():
@@ -1164,6 +1180,7 @@ def _page_data(board: Leaderboard, writer: _PageWriter, files: str) -> dict[str,
         ],
         "curves": [asdict(curve) for curve in board.curves],
         "priced": sorted(board.prices),
+        "instructions": list(writer.instructions),
         "episodes": writer.index,
     }
 

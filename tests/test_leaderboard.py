@@ -50,6 +50,9 @@ def test_discover_finds_runs_arenas_and_training_runs_at_any_depth(tmp_path: Pat
     assert training.label == "results/train/grpo" and len(training.metrics) == 4
     assert [(run.iteration, run.temperature) for run in training.evals] == [(2, None), (4, None), (4, 1.0)]
     assert [run.label for run in discover([root / "quick"]).evals] == ["quick/oracle", "quick/random"]
+    only_evals = discover([root / "train" / "grpo" / "eval"])  # still known as the training run's evaluations
+    assert [(t.label, len(t.evals)) for t in only_evals.trainings] == [("grpo", 3)]
+    assert [run.label for run in only_evals.evals] == ["eval/iteration-000004"]
 
     with pytest.raises(LeaderboardError, match="nowhere does not exist"):
         discover([tmp_path / "nowhere"])
@@ -179,6 +182,8 @@ def test_mismatched_fingerprints_are_marked_and_left_out_or_refused(tmp_path: Pa
     text = format_terminal(board)
     assert text.startswith("Warning: Sokoban-v0 has different task sets (aaaa1111 in old; bbbb2222 in new)")
     assert "fingerprint!" in text
+    sokoban_rows = [line.split() for line in text.splitlines() if line.startswith("Sokoban-v0")]
+    assert [row[1] for row in sokoban_rows] == ["—", "—", "—"]  # not ranked against each other
     assert format_markdown(board).startswith("> **Warning: Sokoban-v0 has different task sets")
     with pytest.raises(LeaderboardError, match="fingerprints differ.*Sokoban-v0 has different task sets"):
         collect(folders, strict=True)
