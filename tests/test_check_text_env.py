@@ -6,13 +6,17 @@
 from __future__ import annotations
 
 import itertools
+import re
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import pytest
 
 from agentgym.core import InvalidAction, TaskSplits, TextEnv
+from agentgym.registry import unregister
 from agentgym.utils import RULES, ContractViolation, check_text_env
 
 
@@ -139,3 +143,22 @@ def test_an_oracle_that_fails_is_reported(make: Any) -> None:
 
     with pytest.raises(ContractViolation, match="'oracle'.*ended task"):
         check_text_env(make(Stuck), determinism_tasks=0)
+
+
+def test_the_adding_a_family_page_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/adding-a-family.md: its env, registration and check, run as the files it names."""
+    page = (Path(__file__).parents[1] / "docs" / "adding-a-family.md").read_text()
+    env_code, register_code, check_code = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    package = tmp_path / "guess_number"
+    package.mkdir()
+    (package / "env.py").write_text(env_code)
+    (package / "__init__.py").write_text(register_code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        namespace: dict[str, Any] = {}
+        exec(compile(check_code, "adding-a-family.md", "exec"), namespace)
+        assert set(namespace["report"].checked) == set(RULES) and namespace["report"].skipped == {}
+    finally:
+        unregister("GuessNumber-v0")
+        for name in ("guess_number", "guess_number.env"):
+            sys.modules.pop(name, None)
