@@ -422,6 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser(command.name, help=command.help, add_help=False)
     # `main` hands `train`'s arguments to agentgym.train.cli (imported only then: it needs torch).
     commands.add_parser("train", help="train a policy with GRPO, PPO or GiGPO from a YAML config", add_help=False)
+    # `main` hands `fingerprint`'s arguments to agentgym.fingerprint.
+    commands.add_parser("fingerprint", help="task-set fingerprints of env ids: compute, --check or --write", add_help=False)
     # `main` hands `mcp`'s arguments to agentgym.integrations.mcp (imported only then: it needs the mcp SDK).
     commands.add_parser("mcp", help="serve an env to MCP clients (stdio or streamable HTTP)", add_help=False)
 
@@ -460,6 +462,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agentgym.train.cli import main as train
 
         return train(argv[1:])
+    if argv and argv[0] == "fingerprint":
+        from agentgym.fingerprint import main as fingerprint
+
+        return fingerprint(argv[1:])
     if argv and argv[0] == "mcp":
         from agentgym.integrations.mcp import main as mcp
 

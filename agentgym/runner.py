@@ -38,6 +38,7 @@ import gymnasium as gym
 
 import agentgym
 from agentgym.backends import inline_safe
+from agentgym.fingerprint import recorded_fingerprint
 from agentgym.policies.base import Episode, Policy
 from agentgym.registry import env_info
 from agentgym.results import ResultsFolder, episode_key
@@ -469,6 +470,8 @@ def run_description(
         "history_window": history_window,
         "action_format": action_format,
         "items": [asdict(item) for item in items],
+        # Each id's committed task-set fingerprint (None: exempt or unrecorded); see agentgym.fingerprint.
+        "env_fingerprints": {item.env: recorded_fingerprint(item.env) for item in items},
     }
 
 
