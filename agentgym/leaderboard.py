@@ -694,9 +694,7 @@ def _curve(training: TrainingRun) -> LearningCurve:
         successes = sum(bool(record.get("success")) for record in ok)
         low, high = wilson_interval(successes, len(ok))
         points.append(
-            EvalPoint(
-                run.iteration or 0, run.temperature, len(ok), successes / len(ok) if ok else None, low, high
-            )
+            EvalPoint(run.iteration or 0, run.temperature, len(ok), successes / len(ok) if ok else None, low, high)
         )
     return LearningCurve(training.label, training.metrics, points)
 
@@ -922,6 +920,11 @@ def _sections(board: Leaderboard) -> list[Section]:
             "95% interval: normal approximation, Agresti-Coull variance per env"
         )
         cells = [_overall_cells(row) for row in members]
+        sections.append((title, _OVERALL_HEADERS, cells, {0, 4, 5, 6, 7, 8, 9, 10, 11}))
+    unranked = [row for row in board.policies if row.group is None]
+    if unranked:  # their totals, cost and times still count
+        title = "Not ranked (no ok episode on an env whose task set all runs share)"
+        cells = [_overall_cells(row) for row in unranked]
         sections.append((title, _OVERALL_HEADERS, cells, {0, 4, 5, 6, 7, 8, 9, 10, 11}))
     if len(board.families) > 1 and board.policies:
         headers, rows = _family_matrix(board)

@@ -18,7 +18,6 @@ def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float
     return max(0.0, centre - half_width), min(1.0, centre + half_width)
 
 
-
 def macro_interval(groups: list[list[tuple[int, int]]], z: float = Z_95) -> tuple[float, float, float]:
     """A macro average of success rates and its 95% interval: ``(mean, low, high)``.
 

@@ -7,8 +7,6 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 SYSTEM_PROMPT = "You are an agent. End every reply with a line `Action: <command>`."
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 UNICODE = "Box ☐ → 目标 ✓ 🎯 naïve"
@@ -196,8 +194,6 @@ def four_runs(tmp_path: Path) -> list[Path]:
     ]
 
 
-
-
 def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
     """A one-colour PNG (zlib + the PNG chunk layout; no imaging library needed)."""
 
@@ -247,8 +243,16 @@ def write_training(folder: Path, curve: dict[int, int], episodes: int = 4) -> Pa
     (folder / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in metrics))
     for iteration, successes in curve.items():
         records = [
-            episode("Maze-v0", task, "trainer", success=task < successes, score=float(task < successes), steps=3,
-                    tokens=(50, 5), wall_s=0.5)  # fmt: skip
+            episode(
+                "Maze-v0",
+                task,
+                "trainer",
+                success=task < successes,
+                score=float(task < successes),
+                steps=3,
+                tokens=(50, 5),
+                wall_s=0.5,
+            )  # fmt: skip
             for task in range(episodes)
         ]
         write_folder(folder / "eval" / f"iteration-{iteration:06d}", "trainer", "trainer", records)

@@ -328,3 +328,30 @@ def test_runner_records_screenshots_of_desktop_episodes(tmp_path: Path) -> None:
     (record,) = [json.loads(line) for line in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()]
     assert record["status"] == "ok" and len(record["screenshots"]) == record["steps"] + 1
     assert all((tmp_path / "run" / path).read_bytes().startswith(b"\x89PNG") for path in record["screenshots"])
+
+
+def test_leaderboard_command_finds_runs_prices_them_and_refuses_mismatches_when_strict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentgym.cli import main
+
+    for name, fingerprint in (("a", "f1"), ("b", "f2")):
+        records = [episode("Maze-v0", 1, name, success=True, score=1, steps=1, tokens=(2_000_000, 0), wall_s=1)]
+        write_folder(
+            tmp_path / "results" / "quick" / name, name, name, records, env_fingerprints={"Maze-v0": fingerprint}
+        )
+    root = str(tmp_path / "results")
+    assert main(["leaderboard", root, "--price", "a=0.5,1", "--markdown", str(tmp_path / "board.md")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Warning: Maze-v0 has different task sets (f1 in results/quick/a; f2 in results/quick/b)")
+    assert "$1.00" in out and "| quick/a |" not in out  # a's cost; runs are labelled from the folder given
+    assert "| results/quick/a | a | text |" in (tmp_path / "board.md").read_text()
+    (tmp_path / "prices.yaml").write_text("b: {input: 2, output: 0}\n")
+    assert main(["leaderboard", root, "--prices", str(tmp_path / "prices.yaml")]) == 0
+    assert "$4.00" in capsys.readouterr().out
+    assert main(["leaderboard", root, "--strict"]) == 2
+    assert "fingerprints differ" in capsys.readouterr().err
+    assert main(["leaderboard", root, "--price", "a=cheap"]) == 2
+    assert "POLICY=IN,OUT" in capsys.readouterr().err
+    assert main(["leaderboard", str(tmp_path / "nowhere")]) == 2
+    assert "does not exist" in capsys.readouterr().err

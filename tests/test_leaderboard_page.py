@@ -194,4 +194,3 @@ def test_mismatched_fingerprints_show_a_banner_and_strict_writes_nothing(browser
     expect(page.locator("#matrix tbody td:nth-child(4)")).to_have_text(["—", "—"])  # no overall without Sokoban
     assert problems == []
     page.close()
-
