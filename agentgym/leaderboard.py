@@ -1145,17 +1145,20 @@ class _PageWriter:
             return None
         result: list[str | None] = []
         for relative in paths:
-            source = folder / str(relative) if relative else None
-            if source is None or not source.is_file() or ".." in Path(str(relative)).parts:
+            name = Path(str(relative or ""))
+            # Only plain relative paths inside the run folder (a record is data, not a path to trust).
+            source = folder / name
+            inside = source.resolve().is_relative_to(folder.resolve())  # also through symbolic links
+            if not relative or name.is_absolute() or not inside or not source.is_file():
                 result.append(None)  # a screenshot the record names but the folder lacks
                 continue
-            target = self.files / "shots" / f"r{number}" / str(relative)
+            target = self.files / "shots" / f"r{number}" / name
             target.parent.mkdir(parents=True, exist_ok=True)
             try:
                 os.link(source, target)
             except OSError:
                 shutil.copyfile(source, target)
-            result.append(f"{self.name}/shots/r{number}/{Path(str(relative)).as_posix()}")
+            result.append(f"{self.name}/shots/r{number}/{name.as_posix()}")
         return result
 
 

@@ -136,6 +136,9 @@ def test_trajectory_files_hold_at_most_a_chunk_and_show_screenshots_over_http(br
     ]
     shot = episode("Desktop-v0", 0, "tiny", success=True, score=1.0, steps=1, tokens=(10, 1), wall_s=1.0)
     shot["screenshots"] = ["screenshots/Desktop-v0_test_0_0/0.png", "screenshots/Desktop-v0_test_0_0/1.png"]
+    # Paths out of the run folder are never copied (nor shown): a record is data.
+    shot["screenshots"] += [str(tmp_path / "secret.png"), "../secret.png", "screenshots/missing.png"]
+    (tmp_path / "secret.png").write_bytes(png(2, 2, (0, 0, 0)))
     run = write_folder(tmp_path / "run", "tiny", "tiny", [*records, shot])
     for number, colour in enumerate([(200, 30, 30), (30, 30, 200)]):
         path = run / "screenshots" / "Desktop-v0_test_0_0" / f"{number}.png"
@@ -148,6 +151,7 @@ def test_trajectory_files_hold_at_most_a_chunk_and_show_screenshots_over_http(br
     assert len(json.loads(re.search(r",(\[.*\])\);", (files / "r0-e1-c1.js").read_text())[1])) == 5
     copied = files / "shots" / "r0" / "screenshots" / "Desktop-v0_test_0_0" / "1.png"
     assert copied.read_bytes() == png(64, 48, (30, 30, 200))
+    assert sorted(path.name for path in (files / "shots").rglob("*.png")) == ["0.png", "1.png"]
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
