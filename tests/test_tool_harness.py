@@ -13,6 +13,7 @@ import pytest
 from test_policies import ScriptedServer, serve  # noqa: F401  (the fixture)
 
 import agentgym  # noqa: F401  (registers the envs)
+from agentgym.policies import OraclePolicy
 from agentgym.policies.base import Reply
 from agentgym.policies.openai_compat import OpenAIPolicy
 from agentgym.runner import EvalItem, run_eval
@@ -172,6 +173,16 @@ def test_openai_policy_and_runner_play_tool_calls(serve, tmp_path: Path) -> None
     # Text runs are recorded as such, and a folder cannot be resumed in the other format.
     with pytest.raises(ValueError, match="action_format"):
         asyncio.run(run_eval("openai:tiny", OpenAIPolicy("tiny", server.url), items, tmp_path))
+
+
+def test_oracle_solves_tasks_through_tool_calls(tmp_path: Path) -> None:
+    items = [EvalItem("Sokoban-v0", 2), EvalItem("Wordle-v0", 1)]
+    stats = asyncio.run(run_eval("oracle", OraclePolicy(), items, tmp_path, action_format="tools"))
+    assert stats.played == 3 and stats.errored == 0
+    for record in [json.loads(line) for line in (tmp_path / "episodes.jsonl").read_text().splitlines()]:
+        assert record["success"], record["key"]
+        assert all(turn["tool_calls"] and not turn["invalid_action"] for turn in record["turns"])
+        assert {turn["info"]["tool_call"]["name"] for turn in record["turns"]} <= {"move", "guess"}
 
 
 def test_reply_parsed_from_text() -> None:

@@ -2,16 +2,22 @@
 
 They call the env's ``oracle_action()`` and ``random_action(rng)``: a local
 :class:`~agentgym.core.TextEnv` or a :class:`~agentgym.remote.RemoteEnv` (which asks its server).
+When the episode plays native tool calls and the env is local, the command is sent as the
+tool call that maps onto it (``agentgym.tools.command_to_tool_call``), so the baselines run
+the tools path too; a command no tool yields stays text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+import json
 from typing import Any
 
 import gymnasium as gym
 
 from agentgym.policies.base import Episode, Message, Policy, Reply
+from agentgym.tool_parsing import new_call_id
+from agentgym.tools import command_to_tool_call
 
 
 def _baseline(env: gym.Env, method: str) -> Callable[..., Any]:
@@ -21,13 +27,26 @@ def _baseline(env: gym.Env, method: str) -> Callable[..., Any]:
     return function
 
 
+def _as_tool_call(env: gym.Env, command: str, episode: Episode) -> Reply:
+    """``command`` as a reply: a tool call in tools mode where the env's tools yield it, else text."""
+    specs = getattr(env, "tool_specs", None)
+    if not episode.tools or not callable(specs):
+        return Reply(command)
+    call = command_to_tool_call(specs(), command)
+    if call is None:
+        return Reply(command)
+    arguments = json.dumps(call.arguments, ensure_ascii=False)
+    tool_call = {"id": new_call_id(), "type": "function", "function": {"name": call.name, "arguments": arguments}}
+    return Reply("", tool_calls=[tool_call])
+
+
 class OraclePolicy(Policy):
     """Plays the env's own solver (``oracle_action``): the upper reference on a leaderboard."""
 
     name = "oracle"
 
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
-        return Reply(await episode.in_env(lambda env: _baseline(env, "oracle_action")()))
+        return await episode.in_env(lambda env: _as_tool_call(env, _baseline(env, "oracle_action")(), episode))
 
 
 class RandomPolicy(Policy):
@@ -36,4 +55,6 @@ class RandomPolicy(Policy):
     name = "random"
 
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
-        return Reply(await episode.in_env(lambda env: _baseline(env, "random_action")(episode.rng)))
+        return await episode.in_env(
+            lambda env: _as_tool_call(env, _baseline(env, "random_action")(episode.rng), episode)
+        )
