@@ -263,12 +263,19 @@ class Generator:
         return _Row(params=params, limit=limit, rng=rng)
 
     def _next_tokens(self, logits: torch.Tensor, rows: list[_Row]) -> tuple[list[int], list[float]]:
-        """Pick each row's next token (greedy or sampled) and its raw-logit logprob."""
+        """Pick each row's next token (greedy or sampled) and its raw-logit logprob.
+
+        The sampled rows are drawn together (one batched softmax, top-p and draw), with
+        each row's noise from its own generator, so a row's sample depends only on its seed.
+        """
         logits = logits.float()
         tokens = logits.argmax(dim=-1)
-        for i, row in enumerate(rows):
-            if row.finish_reason is None and row.rng is not None:
-                tokens[i] = _sample(logits[i], row.params, row.rng)
+        sampled = [i for i, row in enumerate(rows) if row.finish_reason is None and row.rng is not None]
+        if sampled:
+            vocabulary = logits.shape[-1]
+            noise = torch.stack([torch.rand(vocabulary, generator=rows[i].rng, device=logits.device) for i in sampled])
+            choice = _sample([rows[i].params for i in sampled], logits[sampled], noise)
+            tokens[sampled] = choice
         logprobs = torch.log_softmax(logits, dim=-1).gather(-1, tokens[:, None])[:, 0]
         return tokens.tolist(), logprobs.tolist()
 
@@ -295,15 +302,23 @@ def autocast(device: torch.device, dtype: torch.dtype | None) -> contextlib.Abst
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
-def _sample(logits: torch.Tensor, params: SamplingParams, rng: torch.Generator) -> torch.Tensor:
-    """Sample a token from one row's logits with temperature and nucleus (top-p) filtering."""
-    probs = torch.softmax(logits / params.temperature, dim=-1)
-    if params.top_p < 1:
-        sorted_probs, order = probs.sort(descending=True)
+def _sample(params: Sequence[SamplingParams], logits: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    """Sample one token per row with temperature and nucleus (top-p) filtering.
+
+    ``noise`` holds a uniform draw per row and token: the sample is the token with the
+    largest ``p / E``, ``E = -log(noise)`` exponential, which picks each token with its
+    probability ``p`` (the exponential race, equivalent to a multinomial draw).
+    """
+    temperature = torch.tensor([row.temperature for row in params], device=logits.device)[:, None]
+    probs = torch.softmax(logits / temperature, dim=-1)
+    top_p = torch.tensor([row.top_p for row in params], device=logits.device)[:, None]
+    if bool((top_p < 1).any()):
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
         # Keep the smallest prefix whose mass reaches top_p (the top token always stays).
-        sorted_probs[sorted_probs.cumsum(-1) - sorted_probs >= params.top_p] = 0
+        sorted_probs[sorted_probs.cumsum(-1) - sorted_probs >= top_p] = 0
         probs = torch.zeros_like(probs).scatter_(-1, order, sorted_probs)
-    return torch.multinomial(probs, 1, generator=rng)[0]
+    race = probs / -torch.log(noise.clamp(min=torch.finfo(noise.dtype).tiny))
+    return race.argmax(dim=-1)
 
 
 def _eos_token_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> frozenset[int]:

@@ -215,16 +215,7 @@ def trainer_run(
         trainer.close()
         del trainer
         torch.cuda.empty_cache() if device.startswith("cuda") else None
-    resumed = Trainer(config)
-    try:
-        assert checkpoint is not None and resumed.load_checkpoint(checkpoint)
-        again = resumed.step()
-    finally:
-        resumed.close()
-        del resumed
-        torch.cuda.empty_cache() if device.startswith("cuda") else None
-    last = iterations[-1]
-    return {
+    result = {
         "name": name,
         "overrides": overrides,
         "load_s": load_s,
@@ -233,13 +224,30 @@ def trainer_run(
         "trainable_dtypes": dtypes,
         "changed_fraction": moved,
         "peak_gib": peak_gib(device),
-        "resume": {
-            "same_tokens": again["model_tokens"] == last["model_tokens"]
-            and again["sequence_tokens_mean"] == last["sequence_tokens_mean"],
-            "same_success": again["success_rate"] == last["success_rate"],
-            "loss_uninterrupted": last["loss"],
-            "loss_resumed": again["loss"],
-        },
+    }
+    try:
+        result["resume"] = resume(config, checkpoint, iterations[-1])
+    except Exception:  # the run's own figures stay
+        result["resume"] = {"error": traceback.format_exc()}
+    return result
+
+
+def resume(config: TrainConfig, checkpoint: Path | None, last: dict[str, Any]) -> dict[str, Any]:
+    """A new trainer loaded from ``checkpoint`` plays the next iteration; compared with the uninterrupted ``last``."""
+    resumed = Trainer(config)
+    try:
+        assert checkpoint is not None and resumed.load_checkpoint(checkpoint)
+        again = resumed.step()
+    finally:
+        resumed.close()
+        del resumed
+        torch.cuda.empty_cache() if config.model.device.startswith("cuda") else None
+    return {
+        "same_tokens": again["model_tokens"] == last["model_tokens"]
+        and again["sequence_tokens_mean"] == last["sequence_tokens_mean"],
+        "same_success": again["success_rate"] == last["success_rate"],
+        "loss_uninterrupted": last["loss"],
+        "loss_resumed": again["loss"],
     }
 
 
@@ -495,11 +503,15 @@ def write(data: dict[str, Any], results: Path, total_s: float) -> None:
         mismatch = " / ".join(f"{it['logprob_mismatch_mean']:.4f} ({it['logprob_mismatch_max']:.3f})" for it in its)
         peak = f"{run['peak_gib']:.1f}" if run["peak_gib"] is not None else "-"
         resume = run["resume"]
-        same = "yes" if resume["same_tokens"] and resume["same_success"] else "no"
+        if "error" in resume:
+            same = f"failed: `{resume['error'].strip().splitlines()[-1]}`"
+        else:
+            same = "yes" if resume["same_tokens"] and resume["same_success"] else "no"
+            same += f" (loss {resume['loss_uninterrupted']:.4g} vs {resume['loss_resumed']:.4g})"
         lines.append(
             f"| {run['name']} | {run['trainable_parameters'] / 1e6:.1f}M ({', '.join(run['trainable_dtypes'])}) "
             f"| {run['load_s']:.1f} | {rollout} | {update} | {peak} | {mismatch} | {run['changed_fraction']:.1%} "
-            f"| {same} (loss {resume['loss_uninterrupted']:.4g} vs {resume['loss_resumed']:.4g}) |"
+            f"| {same} |"
         )
     serving = data.get("serving")
     if serving:

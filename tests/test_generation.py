@@ -222,3 +222,21 @@ def test_hf_policy_samples_reproducibly_per_episode(tiny_model_path: Path) -> No
     assert first == second
     assert first[0] != first[1], "each turn draws a new sampling seed"
     assert other != first
+
+
+def test_batched_sampling_draws_each_token_with_its_probability() -> None:
+    """The exponential race over the batch picks tokens as often as softmax(logits / T) says, and top-p cuts the tail."""
+    from agentgym.generation import _sample
+
+    logits = torch.tensor([2.0, 1.0, 0.0, -1.0]).expand(20_000, 4)
+    noise = torch.rand(20_000, 4, generator=torch.Generator().manual_seed(0))
+    for temperature in (1.0, 0.5):
+        draws = _sample([SamplingParams(temperature=temperature)] * 20_000, logits, noise)
+        expected = torch.softmax(logits[0] / temperature, dim=-1)
+        observed = torch.bincount(draws, minlength=4).float() / 20_000
+        assert torch.allclose(observed, expected, atol=0.012), (temperature, observed, expected)
+    # top_p 0.7 keeps the smallest prefix reaching 0.7 of the mass: tokens 0 (0.64) and 1 (0.24), renormalised.
+    draws = _sample([SamplingParams(top_p=0.7)] * 20_000, logits, noise)
+    observed = torch.bincount(draws, minlength=4).float() / 20_000
+    assert observed[2:].sum() == 0
+    assert abs(observed[0] - 0.6439 / (0.6439 + 0.2369)) < 0.012

@@ -426,6 +426,7 @@ class Trainer:
             "value_head": self.value_head.state_dict() if self.value_head is not None else None,
             "optimizer": self.optimizer.state_dict(),
             "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else None,
         }
         torch.save(state, folder / "trainer_state.pt")
         (folder / "config.json").write_text(json.dumps(to_dict(self.config), indent=2), encoding="utf-8")
@@ -446,7 +447,10 @@ class Trainer:
         if self.value_head is not None and state["value_head"] is not None:
             self.value_head.load_state_dict(state["value_head"])
         self.optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["torch_rng"])
+        # RNG states are CPU byte tensors whatever map_location moved them to.
+        torch.set_rng_state(state["torch_rng"].cpu())
+        if state.get("cuda_rng") is not None and self.device.type == "cuda":
+            torch.cuda.set_rng_state_all([rng.cpu() for rng in state["cuda_rng"]])
         self.iteration = state["iteration"]
         return True
 
