@@ -19,9 +19,9 @@ reply's ``<tool_call>`` JSON blocks (the Hermes / Qwen convention) come back as 
 ``"none"`` leaves the text as it is. Messages may carry ``tool_calls`` (arguments as a JSON
 string or an object) and ``tool`` results with their ``tool_call_id``.
 
-Not implemented, and answered with a 400: streaming, ``tool_choice`` ``"required"`` or a named function, ``n`` > 1, ``top_logprobs``,
-completion ``logprobs`` above 0 and ``echo``. Errors are JSON ``{"error": {"message", "type", "param",
-"code"}}`` with vLLM's types; bad requests get a 4xx, never a traceback. Needs the
+Not implemented, and answered with a 400: streaming, ``tool_choice`` ``"required"`` or a
+named function, ``n`` > 1, ``top_logprobs``, completion ``logprobs`` above 0 and ``echo``.
+Errors are JSON ``{"error": {"message", "type", "param", "code"}}`` with vLLM's types; bad requests get a 4xx, never a traceback. Needs the
 ``serve`` extra.
 """
 

@@ -60,7 +60,8 @@ def new_call_id() -> str:
 def parse_tool_calls(text: str) -> ParsedReply:
     """The Hermes / Qwen ``<tool_call>`` blocks in ``text`` as OpenAI tool calls (see the module docstring).
 
-    >>> reply = parse_tool_calls('Up.\\n<tool_call>\\n{"name": "move", "arguments": {"direction": "up"}}\\n</tool_call>')
+    >>> block = '<tool_call>\\n{"name": "move", "arguments": {"direction": "up"}}\\n</tool_call>'
+    >>> reply = parse_tool_calls("Up.\\n" + block)
     >>> reply.content, reply.tool_calls[0]["function"]
     ('Up.', {'name': 'move', 'arguments': '{"direction": "up"}'})
     """
@@ -76,7 +77,8 @@ def parse_tool_calls(text: str) -> ParsedReply:
         if not isinstance(call, dict) or not isinstance(call.get("name"), str) or "arguments" not in call:
             return ParsedReply(_content(text))
         arguments = json.dumps(call["arguments"], ensure_ascii=False)
-        calls.append({"id": new_call_id(), "type": "function", "function": {"name": call["name"], "arguments": arguments}})
+        function = {"name": call["name"], "arguments": arguments}
+        calls.append({"id": new_call_id(), "type": "function", "function": function})
     return ParsedReply(_content(_BLOCK.sub("", text)), calls)
 
 

@@ -142,7 +142,8 @@ def test_a_qwen_style_chat_template_renders_the_conversation(tiny_tool_model_pat
     env.step({"role": "assistant", "content": None, "tool_calls": [call("move", {"direction": "left"})]})
     text = env.apply_chat_template(tokenizer, add_generation_prompt=True, tokenize=False)
     assert json.dumps(env.tools[0], ensure_ascii=False) in text  # the tool list in the system turn
-    assert '<|im_start|>assistant\n<tool_call>\n{"name": "move", "arguments": {"direction": "left"}}\n</tool_call>' in text
+    call_text = '<tool_call>\n{"name": "move", "arguments": {"direction": "left"}}\n</tool_call>'
+    assert "<|im_start|>assistant\n" + call_text + "<|im_end|>" in text
     assert "<|im_start|>user\n<tool_response>\nYou moved left" in text
     assert text.endswith("</tool_response><|im_end|>\n<|im_start|>assistant\n")
 
@@ -261,3 +262,7 @@ def test_eval_of_a_tiny_model_in_tools_format_on_three_families(
         # The random model's replies are text or calls; either way the env answered them.
         for turn in record["turns"]:
             assert isinstance(turn["invalid_action"], bool)
+    from agentgym.leaderboard import collect, format_markdown
+
+    rows = [line for line in format_markdown(collect([tmp_path])).splitlines() if "| tiny-tools |" in line]
+    assert len(rows) >= 3 and all("| tools |" in row for row in rows)  # the leaderboard shows the format
