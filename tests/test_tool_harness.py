@@ -186,6 +186,15 @@ def test_oracle_solves_tasks_through_tool_calls(tmp_path: Path) -> None:
         assert {turn["info"]["tool_call"]["name"] for turn in record["turns"]} <= {"move", "guess"}
 
 
+def test_cli_eval_action_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentgym.cli import main
+
+    argv = ["eval", "--env", "Sokoban-v0", "--episodes", "1", "--action-format", "tools", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "run.json").read_text())["action_format"] == "tools"
+    assert "tools" in capsys.readouterr().out  # the summary table's format column
+
+
 def test_reply_parsed_from_text() -> None:
     reply = Reply.parsed("Up.\n" + MOVE_UP, [{"type": "function", "function": {"name": "move"}}], prompt_tokens=3)
     assert reply.text == "Up." and reply.prompt_tokens == 3
