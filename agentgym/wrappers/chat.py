@@ -114,6 +114,8 @@ class ChatWrapper(gym.Wrapper[list[Message], Any, str, Any]):
             if not callable(tools):
                 raise TypeError(f"action_format='tools' needs an env with tools(), got {type(env.unwrapped).__name__}")
             self.tools = tools()
+            if not self.tools:
+                raise TypeError(f"action_format='tools': {type(env.unwrapped).__name__} declares no tools")
         self.transcript: list[Message] = []
         self._turn_starts: list[int] = []
         self.observation_space = MessagesSpace()
