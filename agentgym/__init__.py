@@ -18,6 +18,7 @@ from agentgym.core import (
     split_reply,
 )
 from agentgym.registry import EnvInfo, env_info, list_envs, register, register_families
+from agentgym.vector import SharedTextBatch  # registers UnicodeText with Gymnasium's vector shared memory
 from agentgym.wrappers import ChatWrapper
 
 __version__ = "0.1.0"

@@ -57,6 +57,7 @@ import json
 import logging
 import os
 import random
+import re
 import secrets
 import socket
 import stat
@@ -65,10 +66,10 @@ import threading
 import time
 import zlib
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -210,8 +211,9 @@ def _rng(body: dict[str, Any]) -> random.Random:
         try:
             version, internal, gauss = state
             rng.setstate((version, tuple(internal), gauss))
-        except (TypeError, ValueError) as error:
-            raise ServerError(422, "InvalidRequest", f"rng_state is not a random.Random state: {error}") from None
+        except (TypeError, ValueError, OverflowError) as error:
+            message = f"rng_state is not a random.Random state: {error}"
+            raise ServerError(422, "InvalidArgument", message, exception="ValueError") from None
     return rng
 
 
@@ -533,7 +535,11 @@ def create_app(
     thread, even for envs whose metadata sets ``inline_safe``.
     """
     from fastapi import FastAPI, Request, Response
+    from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException
+
+    from agentgym import __version__
+    from agentgym import server_api as api
 
     from agentgym.integrations import LazyMount  # OpenEnv's routes: docs/integrations.md
 
@@ -549,7 +555,14 @@ def create_app(
                 reaper.cancel()
             await server.close_all()
 
-    app = FastAPI(title="agentgym env server", lifespan=lifespan)
+    # Bodies without a content type are read as JSON, as before the routes had models.
+    app = FastAPI(
+        title="agentgym env server",
+        version=__version__,
+        description=api.DESCRIPTION,
+        lifespan=lifespan,
+        strict_content_type=False,
+    )
     app.state.server = server
     openenv_routes = LazyMount("agentgym.integrations.openenv:create_router", server.env_ids, server.max_sessions)
     app.mount("/openenv", openenv_routes)
@@ -557,9 +570,9 @@ def create_app(
     def answer(payload: bytes, status: int = 200) -> Response:
         return Response(payload, status_code=status, media_type="application/json")
 
-    def error_response(error: ServerError) -> Response:
+    def error_response(error: ServerError, headers: Mapping[str, str] | None = None) -> Response:
         server.errors[error.type] += 1
-        headers = {"Retry-After": "1"} if error.status == 429 else None
+        headers = {**(headers or {}), **({"Retry-After": "1"} if error.status == 429 else {})}
         return Response(error.body(), status_code=error.status, media_type="application/json", headers=headers)
 
     @app.exception_handler(ServerError)
@@ -567,68 +580,154 @@ def create_app(
         return error_response(error)
 
     @app.exception_handler(HTTPException)
-    async def http_error(_: Request, error: HTTPException) -> Response:
-        kind = {404: "NotFound", 405: "MethodNotAllowed"}.get(error.status_code, "HTTPError")
-        return error_response(ServerError(error.status_code, kind, str(error.detail)))
+    async def http_error(request: Request, error: HTTPException) -> Response:
+        kind = {404: "NotFound", 405: "MethodNotAllowed", 413: "PayloadTooLarge"}.get(error.status_code, "HTTPError")
+        headers = dict(error.headers or {})
+        if error.status_code == 405:  # Starlette names the methods of one route; a path may have several
+            headers["Allow"] = ", ".join(sorted(allowed_methods(app, request.url.path)))
+        return error_response(ServerError(error.status_code, kind, str(error.detail)), headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, error: RequestValidationError) -> Response:
+        return error_response(request_error(error.errors()))
 
     @app.exception_handler(Exception)
     async def internal_error(_: Request, error: Exception) -> Response:
         return error_response(ServerError(500, "InternalError", f"{type(error).__name__}: {error}"))
 
-    async def read_json(request: Request) -> dict[str, Any]:
-        """The request's JSON object ({} for an empty body), refusing bodies over the limit."""
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
-            raise ServerError(413, "PayloadTooLarge", f"the body exceeds {max_body_bytes} bytes")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > max_body_bytes:
-                raise ServerError(413, "PayloadTooLarge", f"the body exceeds {max_body_bytes} bytes")
-            chunks.append(chunk)
-        if not size:
-            return {}
-        try:
-            body = json.loads(b"".join(chunks))
-        except ValueError as error:
-            raise ServerError(400, "InvalidJSON", f"the body is not valid JSON: {error}") from None
-        if not isinstance(body, dict):
-            raise ServerError(422, "InvalidRequest", f"the body must be a JSON object, got {_json_type(body)}")
-        return body
+    app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes, refuse=error_response)
+    generate_openapi = app.openapi
+    app.openapi = lambda: app.openapi_schema or api.tidy_openapi(generate_openapi())  # type: ignore[method-assign]
 
-    @app.get("/health")
+    def body_of(model: Any) -> dict[str, Any]:
+        """A validated request body as the JSON object the session calls read ({} for none)."""
+        return {} if model is None else model.model_dump(mode="json", exclude_unset=True)
+
+    @app.get("/health", response_model=api.Health, responses=api.errors(500), operation_id="health")
     async def health() -> Response:
         """200 while the server runs, with the served ids."""
         return answer(encode_json({"status": "ok", "envs": server.env_ids, "sessions": len(server.sessions)}))
 
-    @app.get("/metrics")
+    @app.get("/metrics", response_model=api.Metrics, responses=api.errors(500), operation_id="metrics")
     async def metrics() -> Response:
         """Counters, open sessions and resident memory."""
         return answer(encode_json(server.metrics()))
 
-    @app.post("/sessions")
-    async def create_session(request: Request) -> Response:
-        """Open a session: ``{"env_id", "kwargs", "max_episode_steps"}``."""
-        return answer(encode_json(await server.create(await read_json(request))), 201)
+    @app.post(
+        "/sessions",
+        status_code=201,
+        response_model=api.SessionCreated,
+        responses={**api.errors(*api.BODY_ERRORS, 404, 429, 501), 201: {"links": api.SESSION_LINKS}},
+        operation_id="create_session",
+    )
+    async def create_session(body: api.CreateSessionRequest) -> Response:
+        """Open a session: make the env (``gym.make``) and describe it."""
+        return answer(encode_json(await server.create(body_of(body))), 201)
 
-    @app.get("/sessions")
+    @app.get("/sessions", response_model=api.SessionList, responses=api.errors(500), operation_id="list_sessions")
     async def list_sessions() -> Response:
         """The open sessions."""
         now = time.monotonic()
         return answer(encode_json({"sessions": [session.summary(now) for session in server.sessions.values()]}))
 
-    @app.delete("/sessions/{session_id}")
+    @app.delete(
+        "/sessions/{session_id}", response_model=api.SessionClosed, responses=api.errors(404, 500), operation_id="close"
+    )
     async def close_session(session_id: str) -> Response:
         """Close a session and its env."""
         await server.close(session_id)
         return answer(encode_json({"closed": session_id}))
 
-    @app.post("/sessions/{session_id}/{name}")
-    async def session_call(session_id: str, name: str, request: Request) -> Response:
-        """reset, step, render, oracle_action, random_action or available_actions."""
-        return answer(await server.call(session_id, name, await read_json(request)))
+    for name in CALLS:  # a call without models in api.CALL_ROUTES takes and answers any object
+        request_model, response_model, statuses, summary = api.CALL_ROUTES.get(name, api.UNTYPED_CALL)
+        app.post(
+            f"/sessions/{{session_id}}/{name}",
+            response_model=response_model,
+            responses=api.errors(*sorted({*statuses, *api.SESSION_ERRORS})),
+            summary=summary,
+            operation_id=name,
+        )(session_call(server, name, request_model, body_of, answer))
 
     return app
+
+
+def session_call(server: EnvServer, name: str, request_model: Any, body_of: Callable, answer: Callable) -> Callable:
+    """The route handler of session call ``name`` (FastAPI reads its body's model from the signature)."""
+    if request_model is None:
+
+        async def call(session_id: str) -> Any:
+            return answer(await server.call(session_id, name, {}))
+
+    elif any(field.is_required() for field in request_model.model_fields.values()):
+
+        async def call(session_id: str, body: request_model) -> Any:  # type: ignore[valid-type]
+            return answer(await server.call(session_id, name, body_of(body)))
+
+    else:  # every field optional: so is the body
+
+        async def call(session_id: str, body: Optional[request_model] = None) -> Any:  # type: ignore[valid-type]
+            return answer(await server.call(session_id, name, body_of(body)))
+
+    call.__name__ = f"{name}_session"
+    return call
+
+
+def allowed_methods(app: Any, path: str) -> set[str]:
+    """The methods of every route of ``app`` whose path matches ``path``."""
+    return {
+        method
+        for route in app.routes
+        if getattr(route, "methods", None) and route.path_regex.fullmatch(path)
+        for method in route.methods
+    }
+
+
+def request_error(errors: Sequence[Any]) -> ServerError:
+    """The error for a request body FastAPI refused: 400 when it is not JSON, else 422 naming each field."""
+    if any(error.get("type") == "json_invalid" for error in errors):
+        details = "; ".join(str(error.get("ctx", {}).get("error", "")) for error in errors)
+        return ServerError(400, "InvalidJSON", f"the body is not valid JSON: {details}")
+    problems: dict[str, list[str]] = {}
+    for error in errors:
+        # The location in the body, without pydantic's names of union members ("literal[-1]", "int", ...).
+        where = ".".join(str(part) for part in error.get("loc", ())[1:] if not _UNION_MEMBER.search(str(part)))
+        problems.setdefault(f"field {where!r}" if where else "the body", []).append(error.get("msg", "invalid"))
+    return ServerError(422, "InvalidRequest", "; ".join(f"{where}: {' or '.join(m)}" for where, m in problems.items()))
+
+
+_UNION_MEMBER = re.compile(r"[\[\]()]|^(int|str|float|bool|dict|list|none|tuple)$")
+
+
+class BodyLimit:
+    """ASGI middleware: request bodies over ``max_body_bytes`` get 413 PayloadTooLarge, with or without a length.
+
+    A declared ``Content-Length`` over the limit is answered at once; a chunked body is
+    counted as the app reads it, and the read raises 413 when it passes the limit.
+    """
+
+    def __init__(self, app: Any, max_body_bytes: int, refuse: Callable[[ServerError], Any]) -> None:
+        self.app, self.max_body_bytes, self.refuse = app, max_body_bytes, refuse
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        from starlette.exceptions import HTTPException
+
+        message = f"the body exceeds {self.max_body_bytes} bytes"
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            return await self.refuse(ServerError(413, "PayloadTooLarge", message))(scope, receive, send)
+        size = 0
+
+        async def counted() -> dict[str, Any]:
+            nonlocal size
+            event = await receive()
+            size += len(event.get("body", b""))
+            if size > self.max_body_bytes:
+                raise HTTPException(413, message)
+            return event
+
+        await self.app(scope, counted, send)
 
 
 async def _reap_forever(server: EnvServer) -> None:
@@ -736,10 +835,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fd", type=int, help="serve on this inherited listening socket instead of --host/--port")
     parser.add_argument("--exit-with-fd", type=int, metavar="FD", help="exit when this inherited pipe closes")
     parser.add_argument("--uds", metavar="PATH", help="listen on a Unix socket at PATH instead of --host/--port")
+    parser.add_argument("--openapi", action="store_true", help="print the OpenAPI document (JSON) and exit")
 
 
 def serve_from_args(args: argparse.Namespace) -> int:
-    """Run ``serve`` with parsed :func:`add_arguments` options."""
+    """Run ``serve`` with parsed :func:`add_arguments` options (or print the OpenAPI document)."""
+    if args.openapi:
+        print(json.dumps(create_app(args.env_ids).openapi(), indent=2))
+        return 0
     serve(
         args.env_ids,
         args.host,

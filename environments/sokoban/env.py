@@ -390,7 +390,7 @@ class SokobanEnv(TextEnv):
                 self._policy = {(cell, self.boxes): ACTIONS[0] for cell in _bits(self.room.reach(*state))}
             else:
                 self._policy = self.room.plan(self.player, self.boxes, pushes)
-        return self._policy[state]
+        return self._policy.get(state, ACTIONS[0])  # a solved room (no push left) has no plan: any move
 
 
 def _carve(rng: Random, height: int, width: int) -> int:

@@ -14,6 +14,7 @@ browser commands: ``search[q]`` becomes ``type(box, q)`` then ``click(Search)``,
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from typing import Any, ClassVar
@@ -33,6 +34,7 @@ class _Site:
         from agentgym.environments.webshop.website import create_app
         from agentgym.server import listening_socket
 
+        self.pid = os.getpid()
         self.app = create_app(session_ttl_s=0, max_sessions=100_000)
         sock = listening_socket("127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -50,10 +52,11 @@ _SITE_LOCK = threading.Lock()
 
 
 def shared_site() -> _Site:
-    """This process's WebShop site (started on first use)."""
+    """This process's WebShop site (started on first use; a forked child, such as an
+    ``AsyncVectorEnv`` worker, starts its own: the parent's server thread is not in it)."""
     global _SITE
     with _SITE_LOCK:
-        if _SITE is None:
+        if _SITE is None or _SITE.pid != os.getpid():
             _SITE = _Site()
         return _SITE
 
