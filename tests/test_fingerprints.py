@@ -39,7 +39,8 @@ HEX = re.compile(r"[0-9a-f]{64}")
 def test_every_registered_id_is_recorded() -> None:
     data = json.loads(fingerprint.FINGERPRINTS_FILE.read_text())
     assert data["format"] == fingerprint.FORMAT
-    assert data["sample"] == {"tasks_per_split": fingerprint.TASKS_PER_SPLIT, "max_oracle_steps": fingerprint.MAX_ORACLE_STEPS}
+    sample = {"tasks_per_split": fingerprint.TASKS_PER_SPLIT, "max_oracle_steps": fingerprint.MAX_ORACLE_STEPS}
+    assert data["sample"] == sample
     registered = {info.id for info in agentgym.list_envs()}
     assert set(data["fingerprints"]) == registered, "run `agentgym fingerprint --write NEW_ID` for a new id"
     for env_id, value in data["fingerprints"].items():
@@ -82,7 +83,10 @@ def test_bump_version() -> None:
 def test_fingerprints_do_not_depend_on_the_process() -> None:
     """A fresh interpreter with another hash seed computes the recorded fingerprints (and loads no env at import)."""
     ids = ["Sokoban-v0", "Wordle-v0", "TicTacToe-vs-Minimax-v0", "TextCraft-v0"]
-    code = "import sys\nfrom agentgym.fingerprint import env_fingerprint\nfor i in sys.argv[1:]: print(env_fingerprint(i))"
+    code = (
+        "import sys\nfrom agentgym.fingerprint import env_fingerprint\n"
+        "for env_id in sys.argv[1:]: print(env_fingerprint(env_id))"
+    )
     output = subprocess.run(
         [sys.executable, "-c", code, *ids],
         capture_output=True,

@@ -212,7 +212,8 @@ class _Checker:
         space = self.env.observation_space
         if isinstance(observation, dict):
             if not isinstance(observation.get("text"), str):
-                raise self.fail("spaces", f"{where}: a dict observation needs a str 'text', got keys {sorted(observation)}")
+                keys = sorted(observation)
+                raise self.fail("spaces", f"{where}: a dict observation needs a str 'text', got keys {keys}")
         elif not isinstance(observation, str):
             raise self.fail("spaces", f"{where}: the observation is a {type(observation).__name__}, not a str or dict")
         if not space.contains(observation):
@@ -278,7 +279,8 @@ class _Checker:
         if isinstance(syntax, str) and syntax not in text:
             raise self.fail("first-observation", f"action syntax {quote(syntax)} is not in {quote(text)}")
         if not self.env.action_space.contains(self.oracle_action()):
-            raise self.fail("spaces", f"{self.env.action_space} does not contain the oracle's {quote(self.oracle_action())}")
+            oracle = quote(self.oracle_action())
+            raise self.fail("spaces", f"{self.env.action_space} does not contain the oracle's {oracle}")
 
     def check_invalid_action(self) -> None:
         self.reset(0)
@@ -328,7 +330,8 @@ class _Checker:
                         f"{', '.join(_transition_differences(a, b))}",
                     )
             if len(first) != len(second):
-                raise self.fail("determinism", f"task {task_id} ended after {len(first) - 1}, then {len(second) - 1} steps")
+                lengths = f"{len(first) - 1}, then {len(second) - 1} steps"
+                raise self.fail("determinism", f"task {task_id} ended after {lengths} when replayed")
 
     def check_tasks_differ(self) -> None:
         if self.trajectory(0, 0, 3) == self.trajectory(1, 0, 3):
@@ -340,7 +343,8 @@ class _Checker:
             total, steps, done, info = 0.0, 0, False, {}
             while not done:
                 if steps >= step_cap:
-                    raise self.fail("oracle", f"the oracle played {steps} steps of task {task_id} without the episode ending")
+                    detail = f"the oracle played {steps} steps of task {task_id} without the episode ending"
+                    raise self.fail("oracle", detail)
                 _, reward, terminated, truncated, info = self.step(self.oracle_action())
                 total, steps, done = total + reward, steps + 1, terminated or truncated
             if must_win and not (info["success"] and info["score"] == 1.0):
@@ -350,14 +354,16 @@ class _Checker:
                     f"score={info['score']!r}",
                 )
             if not math.isclose(total, info["score"], abs_tol=1e-9):
-                raise self.fail("score", f"task {task_id}: the oracle's return {total!r} is not its score {info['score']!r}")
+                detail = f"task {task_id}: the oracle's return {total!r} is not its score {info['score']!r}"
+                raise self.fail("score", detail)
 
     def check_truncation(self, limit: int) -> None:
         self.reset(0)
         for step in range(1, limit + 1):
             _, _, terminated, truncated, info = self.step(self.invalid_reply)
             if not info["invalid_action"]:
-                raise self.fail("invalid-action", f"{quote(self.invalid_reply)} was not reported as invalid at step {step}")
+                detail = f"{quote(self.invalid_reply)} was not reported as invalid at step {step}"
+                raise self.fail("invalid-action", detail)
             if terminated:  # an env may end an episode on repeated invalid replies (a game's forfeit)
                 if info["success"]:
                     raise self.fail("truncation", f"{step} invalid replies ended the episode with success")
