@@ -26,9 +26,10 @@ and the ``process`` and ``docker`` backends run it. JSON in, JSON out:
 Every error is JSON ``{"error": {"type", "message"}}``, never a traceback. Client
 mistakes are 4xx: ``InvalidJSON`` 400, ``NotFound`` and ``UnknownEnv`` and
 ``UnknownSession`` 404, ``ResetNeeded`` 409 (a call before the first reset),
-``PayloadTooLarge`` 413, ``InvalidRequest`` 422 (missing fields, wrong types),
-``InvalidArgument`` 422 (a ``TypeError``/``ValueError`` from the env's constructor or
-``reset``; ``"exception"`` names which), ``TooManySessions`` 429. A session stays usable
+``PayloadTooLarge`` 413, ``InvalidRequest`` 422 (a body that does not fit its model:
+missing fields, wrong types), ``InvalidArgument`` 422 (a ``TypeError``/``ValueError`` from
+the env's constructor or ``reset``, or an ``rng_state`` that is no state; ``"exception"``
+names which), ``MethodNotAllowed`` 405 (with ``Allow``), ``TooManySessions`` 429. A session stays usable
 after any of them. An env that raises anything else (or returns something JSON cannot
 carry) gets ``EnvError`` 500 with ``"session_closed": true``: its session is closed
 (``env.close()`` called) and removed, and the client may open a new one.
@@ -40,6 +41,10 @@ thread hop, see ``benchmarks/server_throughput.py``), otherwise on a thread of t
 session's own, so that envs bound to one thread (browsers) stay on it. A background task
 closes sessions idle longer than the TTL. Values JSON cannot carry natively are
 converted: numpy scalars and arrays to numbers and lists, tuples to lists.
+
+Every route's request and response bodies and error answers are pydantic models in
+:mod:`agentgym.server_api`, so the OpenAPI document (``GET /openapi.json``; ``agentgym
+serve --openapi``; ``docs/openapi.json``) is complete; docs/serving.md is the reference.
 
 The wire format (:func:`encode_json`, :func:`describe_space`) is defined here and shared
 with the client. FastAPI and uvicorn are imported only by :func:`create_app` and
@@ -583,8 +588,9 @@ def create_app(
     async def http_error(request: Request, error: HTTPException) -> Response:
         kind = {404: "NotFound", 405: "MethodNotAllowed", 413: "PayloadTooLarge"}.get(error.status_code, "HTTPError")
         headers = dict(error.headers or {})
-        if error.status_code == 405:  # Starlette names the methods of one route; a path may have several
-            headers["Allow"] = ", ".join(sorted(allowed_methods(app, request.url.path)))
+        methods = allowed_methods(app, request.url.path) if error.status_code == 405 else set()
+        if methods:  # Starlette names the methods of one route; a path may have several
+            headers["Allow"] = ", ".join(sorted(methods))
         return error_response(ServerError(error.status_code, kind, str(error.detail)), headers)
 
     @app.exception_handler(RequestValidationError)
