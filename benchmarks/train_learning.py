@@ -346,7 +346,7 @@ def write_results(setting: Setting, runs: list[dict], baselines: dict, total_s: 
         f"- {run['algorithm']} seed {run['seed']}: {' '.join(f'{v:.2f}' for v in run['train_success'])}\n"
         for run in runs
     )
-    table = "\n".join(rows) + "\n\n" + "\n\n".join(notes) + "\n\n![success curves](train_learning.png)\n\n"
+    table = "\n".join(rows) + "\n\n" + "\n\n".join(notes) + f"\n\n![success curves]({setting.name}.png)\n\n"
     table += f"Training success per iteration ({setting.groups * setting.group_size} sampled episodes each):\n\n{curves}"
     if setting.device == "cpu":
         where = "evaluated on the first 200 train tasks (3x3 maps have no dev/test split); CPU, 1 thread"
