@@ -348,11 +348,13 @@ def throughput(model: Path, url: str, device: str, shape: Shape) -> dict[str, An
     """Tokens/s of serve-model, our Generator and HF ``generate`` on the same prompts (batch = concurrency)."""
     prompts = throughput_prompts(model, shape.concurrency)
     max_tokens = 128 if device.startswith("cuda") else 16
-    asyncio.run(serve_model_tokens(url, model.name, prompts[:4], 8))  # warm-up
+    # Each path is timed on its second identical call: a GPU's first decode of a batch shape
+    # costs several times a later one (gpu_generation.md), which a short warm-up does not pay.
+    asyncio.run(serve_model_tokens(url, model.name, prompts, max_tokens))
     served_tokens, served_s = asyncio.run(serve_model_tokens(url, model.name, prompts, max_tokens))
     generator = Generator.from_pretrained(model, device=device)
     params = [SamplingParams(temperature=1.0, max_new_tokens=max_tokens, seed=i) for i in range(len(prompts))]
-    generator.generate_tokens(prompts[:4], params[:4])  # warm-up
+    generator.generate_tokens(prompts, params)
     sync(device)
     clock = time.perf_counter()
     ours = generator.generate_tokens(prompts, params)
@@ -372,7 +374,7 @@ def throughput(model: Path, url: str, device: str, shape: Shape) -> dict[str, An
                 top_k=0, max_new_tokens=new_tokens, pad_token_id=pad, eos_token_id=sorted(generator.eos_token_ids),
             )  # fmt: skip
 
-    hf_generate(4, 8)  # warm-up
+    hf_generate(len(prompts), max_tokens)
     sync(device)
     clock = time.perf_counter()
     output = hf_generate(len(prompts), max_tokens)
