@@ -74,7 +74,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -545,7 +545,6 @@ def create_app(
 
     from agentgym import __version__
     from agentgym import server_api as api
-
     from agentgym.integrations import LazyMount  # OpenEnv's routes: docs/integrations.md
 
     server = EnvServer(env_ids, max_sessions=max_sessions, session_ttl_s=session_ttl_s, inline=inline)
@@ -671,7 +670,7 @@ def session_call(server: EnvServer, name: str, request_model: Any, body_of: Call
 
     else:  # every field optional: so is the body
 
-        async def call(session_id: str, body: Optional[request_model] = None) -> Any:  # type: ignore[valid-type]
+        async def call(session_id: str, body: request_model | None = None) -> Any:  # type: ignore[valid-type]
             return answer(await server.call(session_id, name, body_of(body)))
 
     call.__name__ = f"{name}_session"

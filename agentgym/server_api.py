@@ -16,7 +16,7 @@ client side loads without pydantic.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -34,9 +34,8 @@ from pydantic import (
 DESCRIPTION = (
     "Sessions of agentgym envs over HTTP: open a session (POST /sessions), then reset and step it "
     "(POST /sessions/{session_id}/reset, /step), and close it (DELETE /sessions/{session_id}). "
-    "Every error is {\"error\": {\"type\", \"message\"}}; see docs/serving.md."
+    'Every error is {"error": {"type", "message"}}; see docs/serving.md.'
 )
-
 
 
 def _integral(value: Any) -> Any:
@@ -50,7 +49,7 @@ Integer = Annotated[StrictInt, BeforeValidator(_integral)]
 NonNegative = Annotated[StrictInt, Field(ge=0), BeforeValidator(_integral)]
 Positive = Annotated[StrictInt, Field(ge=1), BeforeValidator(_integral)]
 #: A JSON number as a request field (an integer or a float, never a boolean or a string).
-Number = Union[StrictInt, StrictFloat]
+Number = StrictInt | StrictFloat
 
 
 class Request(BaseModel):
@@ -106,11 +105,15 @@ class StepRequest(Request):
     )
 
 
+#: A ``random.Random`` state as JSON: ``[version, [625 integers], gauss_next]``.
+RngState = Annotated[list[Integer | list[Integer] | Number | None], Field(min_length=3, max_length=3)]
+
+
 class RandomActionRequest(Request):
     """``POST /sessions/{session_id}/random_action``: the generator to draw from."""
 
     seed: Integer | None = Field(None, description="Draw from random.Random(seed).")
-    rng_state: Annotated[list[Union[Integer, list[Integer], Number, None]], Field(min_length=3, max_length=3)] | None = Field(
+    rng_state: RngState | None = Field(
         None,
         description="Draw from a random.Random with this state: random.getstate()'s [version, [625 integers], "
         "gauss_next]; "
@@ -146,7 +149,7 @@ class DictSpace(BaseModel):
     spaces: dict[str, Space]
 
 
-Space = Annotated[Union[TextSpace, BoxSpace, DictSpace], Field(discriminator="type")]
+Space = Annotated[TextSpace | BoxSpace | DictSpace, Field(discriminator="type")]
 DictSpace.model_rebuild()
 
 
@@ -188,7 +191,7 @@ class EncodedArray(BaseModel):
 
 
 Observation = Annotated[
-    Union[str, dict[str, Union[str, EncodedArray, Any]]],
+    str | dict[str, str | EncodedArray | Any],
     Field(description="Text, or a dict with a 'text' entry and arrays such as 'screenshot' (EncodedArray)."),
 ]
 
@@ -216,7 +219,7 @@ class ActionResponse(BaseModel):
 
 class RandomActionResponse(BaseModel):
     action: str
-    rng_state: list[Union[int, list[int], float, None]] = Field(
+    rng_state: list[int | list[int] | float | None] = Field(
         min_length=3, max_length=3, description="The generator's state after the draw (as rng_state takes it)."
     )
 

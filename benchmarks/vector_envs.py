@@ -68,7 +68,8 @@ def buffer(num_envs: int) -> dict[str, float]:
     seconds = time.perf_counter() - start
     grown = process.memory_info().rss - before
     del memory
-    return {"num_envs": num_envs, "bytes": 4 * (space.max_length + 1) * num_envs, "rss_growth": grown, "ms": seconds * 1e3}
+    size = 4 * (space.max_length + 1) * num_envs
+    return {"num_envs": num_envs, "bytes": size, "rss_growth": grown, "ms": seconds * 1e3}
 
 
 def throughput(env_id: str, num_envs: int, mode: str, shared_memory: bool, seconds: float) -> float:
@@ -131,7 +132,7 @@ def main() -> None:
         "|---:|---:|---:|",
         *(f"| {t['chars']:,} | {t['slot_us']:.0f} µs | {t['pickle_us']:.0f} µs |" for t in results["transfers"]),
         "",
-        f"`gym.make_vec(\"{args.env}\", num_envs={args.num_envs})`, vector steps per second:",
+        f'`gym.make_vec("{args.env}", num_envs={args.num_envs})`, vector steps per second:',
         "",
         "| mode | steps/s |",
         "|---|---:|",

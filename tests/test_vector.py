@@ -67,11 +67,13 @@ STEPS = 3
 #: opponent's generator, so calling it on the plain env alone would change that env's opponent.
 RANDOM_MOVES = {"multiagent"}
 SEED = 7
+
+
 def test_every_family_has_a_case() -> None:
     assert {info.family for info in agentgym.list_envs()} == set(CASES)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def plain_episodes(family: str) -> tuple[list[tuple], ...]:
     """For each sub-env of the family's case, what one plain env plays from the same seed: its reset and
     ``STEPS`` oracle (or random) steps, with the vector env's next-step autoreset after an episode ends;
@@ -210,3 +212,10 @@ def test_async_without_copy_hands_out_the_live_batch() -> None:
         assert tuple(first) != before and "CRANE" in first[0].upper()
     finally:
         envs.close()
+
+
+def test_the_example_in_docs_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    page = Path(__file__).resolve().parents[1] / "docs" / "vector.md"
+    example = page.read_text().split("```python\n")[1].split("```")[0]
+    exec(compile(example, "docs/vector.md", "exec"), {})
+    assert "[0. 0. 0. 0.]" in capsys.readouterr().out
