@@ -112,3 +112,21 @@ def test_the_plain_http_example_in_docs_runs(capsys: pytest.CaptureFixture[str])
         exec(compile(example.replace("http://127.0.0.1:8000", url), "docs/serving.md", "exec"), {})
     reward, score = capsys.readouterr().out.split()
     assert float(reward) == float(score) == 0.0
+
+
+def test_answers_fit_their_models_for_text_and_dict_observations() -> None:
+    """The response models describe what the server writes, for a text env and a screenshot env's spaces."""
+    app = create_app(["Sokoban-v0", "MiniWoB-click-button-v0"])
+    with serving_in_thread(app) as url:
+        created = httpx.post(f"{url}/sessions", json={"env_id": "Sokoban-v0"}).json()
+        server_api.SessionCreated.model_validate(created)
+        session = created["session_id"]
+        server_api.ResetResponse.model_validate(httpx.post(f"{url}/sessions/{session}/reset", json={}).json())
+        step = httpx.post(f"{url}/sessions/{session}/step", json={"action": "Action: up"}).json()
+        server_api.StepResponse.model_validate(step)
+        server_api.Metrics.model_validate(httpx.get(f"{url}/metrics").json())
+        server_api.SessionList.model_validate(httpx.get(f"{url}/sessions").json())
+        visual = {"env_id": "MiniWoB-click-button-v0", "kwargs": {"screenshot": True}}
+        described = server_api.SessionCreated.model_validate(httpx.post(f"{url}/sessions", json=visual).json())
+        assert isinstance(described.env.observation_space, server_api.DictSpace)
+        assert isinstance(described.env.observation_space.spaces["screenshot"], server_api.BoxSpace)
