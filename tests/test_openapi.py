@@ -95,7 +95,8 @@ def test_schemathesis_finds_no_failure_with_every_check(tmp_path: Path) -> None:
             *("--checks", "all", "--max-examples", "25", "--seed", "1", "--workers", "1"),
             *("--report", "junit", "--report-dir", str(tmp_path)),
         ]
-        run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        # In tmp_path: schemathesis keeps a cache of past failures (.schemathesis/) where it runs.
+        run = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert "generated" in run.stdout and " failed" not in run.stdout.split("SUMMARY")[-1]
 
