@@ -65,20 +65,9 @@ def tool_call(env: gym.Env, command: str) -> dict[str, Any]:
     return {"name": call.name, "arguments": call.arguments}
 
 
-def time_local(env_id: str, plan: list) -> list[float]:
-    env, times = gym.make(env_id), []
-    for task_id, commands in plan:
-        env.reset(options={"task_id": task_id})
-        for command in commands:
-            start = time.perf_counter()
-            env.step(command)
-            times.append(time.perf_counter() - start)
-    env.close()
-    return times
-
-
-def time_remote(url: str, env_id: str, plan: list) -> list[float]:
-    env, times = RemoteEnv(url, env_id), []
+def time_steps(env: gym.Env, plan: list) -> list[float]:
+    """Seconds per ``env.step`` over the plan's episodes (a local env or a RemoteEnv); closes ``env``."""
+    times = []
     for task_id, commands in plan:
         env.reset(options={"task_id": task_id})
         for command in commands:
@@ -135,10 +124,10 @@ def main() -> int:
         EnvMCPServer(args.env).http_app()
     ) as mcp_base:
         mcp_url = f"{mcp_base}/mcp"
-        time_local(args.env, warmup), time_remote(serve_url, args.env, warmup)
+        time_steps(gym.make(args.env), warmup), time_steps(RemoteEnv(serve_url, args.env), warmup)
         asyncio.run(time_openenv(serve_url, args.env, warmup, calls)), asyncio.run(time_mcp(mcp_url, warmup, calls))
-        times["local"] = time_local(args.env, plan)
-        times["RemoteEnv"] = time_remote(serve_url, args.env, plan)
+        times["local"] = time_steps(gym.make(args.env), plan)
+        times["RemoteEnv"] = time_steps(RemoteEnv(serve_url, args.env), plan)
         times["OpenEnv"] = asyncio.run(time_openenv(serve_url, args.env, plan, calls))
         times["MCP"] = asyncio.run(time_mcp(mcp_url, plan, calls))
 
