@@ -19,7 +19,12 @@ reply's ``<tool_call>`` JSON blocks (the Hermes / Qwen convention) come back as 
 ``"none"`` leaves the text as it is. Messages may carry ``tool_calls`` (arguments as a JSON
 string or an object) and ``tool`` results with their ``tool_call_id``.
 
-Not implemented, and answered with a 400: streaming, ``tool_choice`` ``"required"`` or a
+A chat request with ``stream: true`` gets the finished reply as OpenAI's server-sent
+chunks (one delta with the whole message, one with the finish reason, the usage when
+``stream_options.include_usage`` asks for it, then ``[DONE]``): clients that always
+stream (verifiers' chat harness) work, though nothing arrives before the reply is done.
+
+Not implemented, and answered with a 400: streaming on ``/v1/completions``, ``tool_choice`` ``"required"`` or a
 named function, ``n`` > 1, ``top_logprobs``, completion ``logprobs`` above 0 and ``echo``.
 Errors are JSON ``{"error": {"message", "type", "param", "code"}}`` with vLLM's types; bad requests get a 4xx, never a traceback. Needs the
 ``serve`` extra.
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -41,7 +47,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi import Request as HTTPRequest
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
@@ -169,6 +175,7 @@ class ChatCompletionRequest(SamplingRequest):
     top_logprobs: int | None = None
     tools: list[Tool] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    stream_options: dict[str, Any] | None = None
 
 
 class CompletionRequest(SamplingRequest):
@@ -244,8 +251,6 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
             if body.model not in adapters:
                 raise APIError(404, f"The model `{body.model}` does not exist.", "model")
             target = adapters[body.model]
-        if body.stream:
-            raise APIError(400, "streaming is not supported by this server; send stream=false", "stream")
         if body.n != 1:
             raise APIError(400, "only n=1 is supported", "n")
         stop = [body.stop] if isinstance(body.stop, str) else body.stop or []
@@ -280,7 +285,7 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
             if parsed.tool_calls:
                 message = {"role": "assistant", "content": parsed.content, "tool_calls": parsed.tool_calls}
                 finish_reason = "tool_calls"
-        return {
+        response = {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -295,10 +300,15 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
             ],
             "usage": _usage([completion]),
         }
+        if body.stream:
+            return _chat_stream(response, bool((body.stream_options or {}).get("include_usage")))
+        return response
 
     @app.post("/v1/completions")
     async def completions(body: CompletionRequest) -> dict[str, Any]:
         """Continue plain-text prompts."""
+        if body.stream:
+            raise APIError(400, "streaming completions are not supported by this server; send stream=false", "stream")
         if body.echo:
             raise APIError(400, "echo is not supported", "echo")
         if body.logprobs:
@@ -395,6 +405,23 @@ def serve(
 def _error_response(status: int, message: str, param: str | None = None) -> JSONResponse:
     error = {"message": message, "type": _ERROR_TYPES.get(status, "APIError"), "param": param, "code": status}
     return JSONResponse({"error": error}, status_code=status)
+
+
+def _chat_stream(response: dict[str, Any], include_usage: bool) -> StreamingResponse:
+    """A finished chat completion as OpenAI's ``chat.completion.chunk`` server-sent events."""
+    head = {key: response[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    choice = response["choices"][0]
+    delta = dict(choice["message"])
+    if "tool_calls" in delta:
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(delta["tool_calls"])]
+    chunks = [
+        head | {"choices": [{"index": 0, "delta": delta, "logprobs": choice["logprobs"], "finish_reason": None}]},
+        head | {"choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": choice["finish_reason"]}]},
+    ]
+    if include_usage:
+        chunks.append(head | {"choices": [], "usage": response["usage"]})
+    events = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+    return StreamingResponse(iter([events]), media_type="text/event-stream")
 
 
 def _usage(results: list[Completion]) -> dict[str, int]:

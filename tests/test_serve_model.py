@@ -74,6 +74,28 @@ def test_chat_completion(server: tuple[str, Batcher], generator: Generator) -> N
     assert reply["usage"]["completion_tokens"] == 3 and reply["choices"][0]["logprobs"] is None
 
 
+def test_chat_completion_streams_the_finished_reply(server: tuple[str, Batcher], generator: Generator) -> None:
+    """``stream: true`` (what verifiers' chat harness always sends) gets OpenAI's chunks; the SDK reassembles them."""
+    import openai
+
+    client = openai.OpenAI(base_url=server[0] + "/v1", api_key="unused")
+    (expected,) = generator.generate([Request(CHAT, SamplingParams(temperature=0, max_new_tokens=6))])
+    chunks = list(
+        client.chat.completions.create(
+            model=MODEL,
+            messages=CHAT,  # type: ignore[arg-type]
+            temperature=0,
+            max_tokens=6,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    assert all(chunk.object == "chat.completion.chunk" for chunk in chunks)
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == expected.text
+    assert [chunk.choices[0].finish_reason for chunk in chunks if chunk.choices] == [None, "length"]
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 6
+
+
 def test_completion(server: tuple[str, Batcher], generator: Generator) -> None:
     prompt = "Action: up"
     (expected,) = generator.generate([Request(prompt, SamplingParams(temperature=0, max_new_tokens=8))])
@@ -100,7 +122,6 @@ def test_completion(server: tuple[str, Batcher], generator: Generator) -> None:
         ("/v1/chat/completions", {"messages": []}, 400, "messages"),
         ("/v1/chat/completions", {"messages": [{"role": "robot", "content": "hi"}]}, 400, "role"),
         ("/v1/chat/completions", {"messages": CHAT, "n": 2}, 400, "n=1"),
-        ("/v1/chat/completions", {"messages": CHAT, "stream": True}, 400, "streaming"),
         ("/v1/chat/completions", {"messages": CHAT, "temperature": -1}, 400, "temperature"),
         ("/v1/chat/completions", {"messages": CHAT, "top_logprobs": 5}, 400, "top_logprobs"),
         ("/v1/chat/completions", {"messages": [{"role": "user", "content": "up " * 300}]}, 400, "context length"),

@@ -1,0 +1,82 @@
+"""agentgym envs as verifiers (0.4) environments, run by verifiers' own eval entry point against ``serve-model``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("verifiers.v1", reason="needs the verifiers extra (Python >= 3.11)")
+pytest.importorskip("fastapi")
+
+import gymnasium as gym  # noqa: E402
+from asgi import serving_in_thread  # noqa: E402
+
+from agentgym.generation import Generator  # noqa: E402
+from agentgym.registry import env_info  # noqa: E402
+from agentgym.serve_model import create_app  # noqa: E402
+
+MODEL = "tiny-llama"
+
+
+def test_load_environment_lists_the_split_tasks() -> None:
+    from agentgym.integrations.verifiers import AgentGymEnv, load_environment
+
+    env = load_environment("Sokoban-v0", num_tasks=3, split="dev", max_turns=2)
+    assert isinstance(env, AgentGymEnv)
+    tasks = list(env.taskset)
+    assert [task.data.task_id for task in tasks] == list(env_info("Sokoban-v0").splits.ids("dev")[:3])
+    assert {task.data.max_turns for task in tasks} == {2} and all(task.data.prompt is None for task in tasks)
+    with pytest.raises(Exception, match="Sokobn"):
+        load_environment("Sokobn-v0")
+
+
+def test_vf_eval_plays_agentgym_tasks_against_serve_model(
+    tiny_model_with_long_context_path: Path, tmp_path: Path
+) -> None:
+    bin_dir = str(Path(sys.executable).parent)
+    path = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    if shutil.which("uv", path=path) is None:
+        pytest.skip("verifiers' null harness prepares its chat program with uv: pip install uv")
+    app = create_app(Generator.from_pretrained(tiny_model_with_long_context_path, device="cpu"), MODEL)
+    num_tasks, max_turns = 2, 2
+    with serving_in_thread(app) as url:
+        # vf-eval's own main(), with the taskset module importable by its id (see the module docstring).
+        command = [sys.executable, "-m", "agentgym.integrations.verifiers", "agentgym-verifiers"]
+        command += ["--env.taskset.env", "Sokoban-v0", "--env.taskset.num-tasks", str(num_tasks)]
+        command += ["--env.taskset.max-turns", str(max_turns), "--model", MODEL, "--client.base-url", url + "/v1"]
+        command += ["--sampling.max-tokens", "12", "--sampling.temperature", "1.0", "--no-push", "--no-rich"]
+        command += ["-o", str(tmp_path), "--run.dir", "run"]
+        done = subprocess.run(command, env={**os.environ, "PATH": path}, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-4000:]
+    episodes = [json.loads(line) for line in (tmp_path / "run" / "traces.jsonl").read_text().splitlines()]
+    assert len(episodes) == num_tasks
+    played = set()
+    for episode in episodes:
+        (trace,) = episode["traces"]
+        assert trace["ok"] and not trace["errors"], trace["errors"]
+        data = trace["task"]["data"]
+        played.add(data["task_id"])
+        messages = [node["message"] for node in trace["nodes"]]
+        assert messages[0]["role"] == "system" and "Action:" in messages[0]["content"]
+        observations = [m["content"] for m in messages if m["role"] == "user"]
+        replies = [m["content"] or "" for m in messages if m["role"] == "assistant"]
+        assert len(replies) == max_turns and trace["stop_condition"] == "max_turns"
+        # Replay the episode locally with the model's replies: same observations, same score.
+        env = gym.make("Sokoban-v0")
+        observation, info = env.reset(options={"task_id": data["task_id"]})
+        seen = [observation]
+        for reply in replies:
+            observation, _, terminated, truncated, info = env.step(reply.strip())
+            seen.append(observation)
+        env.close()
+        assert observations == seen[: len(observations)] and len(observations) == max_turns
+        assert trace["rewards"] == {"score": {"score": info["score"], "weight": 1.0}}
+        assert trace["metrics"] == {"success": float(info["success"]), "steps": float(max_turns)}
+        assert trace["info"]["agentgym"]["task_id"] == data["task_id"]
+    assert played == set(env_info("Sokoban-v0").splits.ids("test")[:num_tasks])
