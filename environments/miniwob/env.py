@@ -90,8 +90,10 @@ class MiniWoBEnv(BrowserEnv):
             return f"MiniWoB++ {self.task} (the page could not be opened)"
 
     async def _start(self, page: Any, task_id: int) -> str:
-        if page.url != self.url:
-            await page.goto(self.url)
+        # A fresh load per episode: some pages keep state outside the task area across
+        # core.startEpisodeReal() (jQuery UI's autocomplete menu, stock-market's ticker), so an
+        # episode on a reused page would depend on the one before it.
+        await page.goto(self.url)
         for _ in range(50):
             if await page.evaluate(_START_JS, task_id):
                 break
