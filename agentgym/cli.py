@@ -159,7 +159,7 @@ def _eval_policy(
 
     from tqdm import tqdm
 
-    from agentgym.policies import make_policy, parse_spec
+    from agentgym.llm.policies import make_policy, parse_spec
     from agentgym.runner import run_eval
 
     policy = make_policy(spec, **_policy_options(args, parse_spec(spec)[0]))
@@ -278,7 +278,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
 
 def _serve_model(args: argparse.Namespace) -> int:
-    from agentgym.serve_model import serve
+    from agentgym.llm.serve_model import serve
 
     serve(
         args.path,

@@ -39,7 +39,7 @@ import gymnasium as gym
 import agentgym
 from agentgym.backends import inline_safe
 from agentgym.fingerprint import recorded_fingerprint
-from agentgym.policies.base import Episode, Policy
+from agentgym.llm.policies.base import Episode, Policy
 from agentgym.registry import env_info
 from agentgym.results import ResultsFolder, episode_key
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat, ChatWrapper

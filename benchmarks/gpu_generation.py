@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from agentgym.generation import Generator, SamplingParams  # noqa: E402
+from agentgym.llm.generation import Generator, SamplingParams  # noqa: E402
 from benchmarks.gpu_paths import FULL, SMALL, build_model, throughput_prompts  # noqa: E402
 
 NEW_TOKENS = 64

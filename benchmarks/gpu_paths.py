@@ -46,7 +46,7 @@ from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, Qwen2Con
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import agentgym  # noqa: E402,F401  (registers the envs)
-from agentgym.generation import Generator, SamplingParams  # noqa: E402
+from agentgym.llm.generation import Generator, SamplingParams  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402
 

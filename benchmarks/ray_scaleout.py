@@ -28,8 +28,8 @@ from typing import Any
 import gymnasium as gym
 from recording import record
 
-from agentgym.policies import OraclePolicy
-from agentgym.policies.base import Episode, Message, Reply
+from agentgym.llm.policies import OraclePolicy
+from agentgym.llm.policies.base import Episode, Message, Reply
 from agentgym.ray_backend import connect
 from agentgym.runner import EvalItem, run_eval
 

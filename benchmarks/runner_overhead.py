@@ -19,7 +19,7 @@ import time
 import gymnasium as gym
 from recording import record
 
-from agentgym.policies import OraclePolicy
+from agentgym.llm.policies import OraclePolicy
 from agentgym.runner import EvalItem, plan, run_eval
 
 

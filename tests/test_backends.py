@@ -21,7 +21,7 @@ from test_server import PUZZLES, assert_same_transitions, trajectory
 import agentgym
 from agentgym.backends import ServerProcess, inline_safe
 from agentgym.core import TextEnv
-from agentgym.policies import OraclePolicy, RandomPolicy
+from agentgym.llm.policies import OraclePolicy, RandomPolicy
 from agentgym.remote import RemoteEnv
 from agentgym.results import read_episodes
 from agentgym.runner import EvalItem, run_eval

@@ -29,7 +29,7 @@ from agentgym.fingerprint import (
     recorded_fingerprints,
     task_sample,
 )
-from agentgym.policies import RandomPolicy
+from agentgym.llm.policies import RandomPolicy
 from agentgym.results import read_run
 from agentgym.runner import EvalItem, run_eval
 

@@ -1,4 +1,4 @@
-"""Batched generation (``agentgym.generation``) and the in-process policy (``agentgym.policies.hf``)."""
+"""Batched generation (``agentgym.llm.generation``) and the in-process policy (``agentgym.llm.policies.hf``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ pytest.importorskip("transformers")
 
 import torch
 
-from agentgym.generation import Batcher, Completion, Generator, Request, RequestError, SamplingParams
-from agentgym.policies.base import Episode
-from agentgym.policies.hf import HFPolicy
+from agentgym.llm.generation import Batcher, Completion, Generator, Request, RequestError, SamplingParams
+from agentgym.llm.policies.base import Episode
+from agentgym.llm.policies.hf import HFPolicy
 
 CHATS = [
     [{"role": "user", "content": "go left"}],
@@ -226,7 +226,7 @@ def test_hf_policy_samples_reproducibly_per_episode(tiny_model_path: Path) -> No
 
 def test_batched_sampling_draws_each_token_with_its_probability() -> None:
     """The exponential race over the batch picks tokens as often as softmax(logits / T) says, and top-p cuts the tail."""
-    from agentgym.generation import _sample
+    from agentgym.llm.generation import _sample
 
     logits = torch.tensor([2.0, 1.0, 0.0, -1.0]).expand(20_000, 4)
     noise = torch.rand(20_000, 4, generator=torch.Generator().manual_seed(0))

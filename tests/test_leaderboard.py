@@ -321,7 +321,7 @@ def test_screenshot_recorder_saves_each_observation_as_png(tmp_path: Path) -> No
 def test_runner_records_screenshots_of_desktop_episodes(tmp_path: Path) -> None:
     import asyncio
 
-    from agentgym.policies import make_policy
+    from agentgym.llm.policies import make_policy
     from agentgym.runner import EvalItem, run_eval
 
     asyncio.run(run_eval("oracle", make_policy("oracle"), [EvalItem("Desktop-v0", 1)], tmp_path / "run"))

@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agentgym.policies import OraclePolicy, RandomPolicy, make_policy, parse_spec
-from agentgym.policies.base import Episode
-from agentgym.policies.openai_compat import OpenAIPolicy, PolicyError
+from agentgym.llm.policies import OraclePolicy, RandomPolicy, make_policy, parse_spec
+from agentgym.llm.policies.base import Episode
+from agentgym.llm.policies.openai_compat import OpenAIPolicy, PolicyError
 
 
 @pytest.mark.parametrize(

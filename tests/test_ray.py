@@ -28,9 +28,9 @@ from test_policies import ScriptedServer
 from test_server import PUZZLES, assert_same_transitions, trajectory
 
 import agentgym
-from agentgym.policies import OraclePolicy, RandomPolicy
-from agentgym.policies.base import Episode, Message, Reply
-from agentgym.policies.openai_compat import OpenAIPolicy
+from agentgym.llm.policies import OraclePolicy, RandomPolicy
+from agentgym.llm.policies.base import Episode, Message, Reply
+from agentgym.llm.policies.openai_compat import OpenAIPolicy
 from agentgym.results import read_episodes
 from agentgym.runner import EvalItem, run_eval
 

@@ -16,8 +16,8 @@ import pytest
 
 import agentgym
 from agentgym.core import TaskSplits, TextEnv
-from agentgym.policies import OraclePolicy, RandomPolicy
-from agentgym.policies.base import Episode, Message, Policy, Reply
+from agentgym.llm.policies import OraclePolicy, RandomPolicy
+from agentgym.llm.policies.base import Episode, Message, Policy, Reply
 from agentgym.registry import env_info
 from agentgym.results import EPISODES_FILE, read_episodes, read_run
 from agentgym.runner import EvalItem, plan, run_eval

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible model server (``agentgym.serve_model``), over real HTTP."""
+"""The OpenAI-compatible model server (``agentgym.llm.serve_model``), over real HTTP."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ pytest.importorskip("fastapi")
 
 import httpx
 
-from agentgym.generation import Batcher, Generator, Request, SamplingParams
-from agentgym.policies.base import Episode
-from agentgym.policies.openai_compat import OpenAIPolicy
-from agentgym.serve_model import create_app
+from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams
+from agentgym.llm.policies.base import Episode
+from agentgym.llm.policies.openai_compat import OpenAIPolicy
+from agentgym.llm.serve_model import create_app
 
 MODEL = "tiny-llama"
 CHAT = [{"role": "system", "content": "Move up, down, left or right."}, {"role": "user", "content": "Where next?"}]

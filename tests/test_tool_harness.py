@@ -13,9 +13,9 @@ import pytest
 from test_policies import ScriptedServer, serve  # noqa: F401  (the fixture)
 
 import agentgym  # noqa: F401  (registers the envs)
-from agentgym.policies import OraclePolicy
-from agentgym.policies.base import Reply
-from agentgym.policies.openai_compat import OpenAIPolicy
+from agentgym.llm.policies import OraclePolicy
+from agentgym.llm.policies.base import Reply
+from agentgym.llm.policies.openai_compat import OpenAIPolicy
 from agentgym.runner import EvalItem, run_eval
 from agentgym.tool_parsing import assistant_message, parse_tool_calls, template_messages
 from agentgym.wrappers.chat import DEFAULT_TOOLS_SYSTEM_PROMPT, NOT_EXECUTED, ChatWrapper
@@ -210,8 +210,8 @@ def model_server(tiny_tool_model_path: Path) -> Iterator[tuple[str, object]]:
     pytest.importorskip("fastapi")
     from asgi import serving_in_thread
 
-    from agentgym.generation import Generator
-    from agentgym.serve_model import create_app
+    from agentgym.llm.generation import Generator
+    from agentgym.llm.serve_model import create_app
 
     generator = Generator.from_pretrained(tiny_tool_model_path, device="cpu")
     with serving_in_thread(create_app(generator, "tiny-tools")) as url:

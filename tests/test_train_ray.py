@@ -23,7 +23,7 @@ from test_ray import alive_node_ids, cluster  # noqa: E402, F401 (cluster: a fix
 from test_train_rollout import ScriptedSampler  # noqa: E402
 from test_train_smoke import tiny_config  # noqa: E402
 
-from agentgym.generation import Generator, SamplingParams  # noqa: E402
+from agentgym.llm.generation import Generator, SamplingParams  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict  # noqa: E402
 from agentgym.train.rollout import (  # noqa: E402
     ChatTokens,

@@ -17,8 +17,8 @@ pytest.importorskip("peft")
 import httpx  # noqa: E402
 import yaml  # noqa: E402
 
-from agentgym.generation import Generator  # noqa: E402
-from agentgym.serve_model import create_app  # noqa: E402
+from agentgym.llm.generation import Generator  # noqa: E402
+from agentgym.llm.serve_model import create_app  # noqa: E402
 from agentgym.train.cli import main  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict, load_config  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402

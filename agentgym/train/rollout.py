@@ -13,7 +13,7 @@ as they are, the env is given the tool calls parsed from their decoded text
 (:func:`agentgym.tool_parsing.assistant_message`), and the tool results enter as the
 template's delta, rendered with the same tools.
 
-Samplers: ``HFSampler`` generates in-process (``agentgym.generation.Generator``);
+Samplers: ``HFSampler`` generates in-process (``agentgym.llm.generation.Generator``);
 ``ServerSampler`` sends token-id prompts to ``/v1/completions`` of an OpenAI-compatible
 server (vLLM, ``agentgym serve-model``) and reads back the sampled ids and their logprobs.
 """
@@ -33,7 +33,7 @@ import gymnasium as gym
 import httpx
 from transformers import PreTrainedTokenizerBase
 
-from agentgym.generation import Generator, SamplingParams
+from agentgym.llm.generation import Generator, SamplingParams
 from agentgym.tool_parsing import assistant_message, template_messages
 from agentgym.wrappers.chat import ActionFormat, ChatWrapper, Message
 

@@ -25,8 +25,8 @@ import torch
 from torch import nn
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from agentgym.generation import Batcher, Generator, Request, SamplingParams, autocast
-from agentgym.policies.base import Episode, Message, Policy, Reply
+from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams, autocast
+from agentgym.llm.policies.base import Episode, Message, Policy, Reply
 from agentgym.registry import env_info
 from agentgym.runner import EvalItem, run_eval, stable_seed
 from agentgym.train.advantages import gae, gigpo_advantages, grpo_advantages, whiten
@@ -393,7 +393,7 @@ class Trainer:
     def _eval_policy(self, temperature: float) -> Policy:
         rollout = self.config.rollout
         if isinstance(self.sampler, ServerSampler):
-            from agentgym.policies.openai_compat import OpenAIPolicy
+            from agentgym.llm.policies.openai_compat import OpenAIPolicy
 
             if self.iteration > 0:
                 self.sampler.load_adapter(rollout.adapter_name, str(self._save_adapter()))

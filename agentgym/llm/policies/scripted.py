@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.policies.base import Episode, Message, Policy, Reply
+from agentgym.llm.policies.base import Episode, Message, Policy, Reply
 from agentgym.tool_parsing import new_call_id
 from agentgym.tools import command_to_tool_call
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from agentgym.policies.base import Episode, Message, Policy, Reply
+from agentgym.llm.policies.base import Episode, Message, Policy, Reply
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 

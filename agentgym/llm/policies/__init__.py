@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agentgym.policies.base import Episode, Message, Policy, Reply
-from agentgym.policies.scripted import OraclePolicy, RandomPolicy
+from agentgym.llm.policies.base import Episode, Message, Policy, Reply
+from agentgym.llm.policies.scripted import OraclePolicy, RandomPolicy
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
@@ -44,9 +44,9 @@ def make_policy(spec: str, **options: Any) -> Policy:
     if backend == "random":
         return RandomPolicy()
     if backend == "openai":
-        from agentgym.policies.openai_compat import OpenAIPolicy
+        from agentgym.llm.policies.openai_compat import OpenAIPolicy
 
         return OpenAIPolicy(model, url or DEFAULT_BASE_URL, **options)
-    from agentgym.policies.hf import HFPolicy
+    from agentgym.llm.policies.hf import HFPolicy
 
     return HFPolicy(model, **options)

@@ -5,7 +5,7 @@ request is a chat (messages, formatted with the tokenizer's chat template) or a 
 prompt, with its own sampling params: temperature (0 is greedy), top-p, a token limit,
 stop strings and a seed. ``Batcher`` lets many coroutines share one ``Generator``: it
 collects concurrent requests into batches and runs them in a worker thread. The
-in-process policy (``agentgym.policies.hf``) and the model server (``agentgym.serve_model``)
+in-process policy (``agentgym.llm.policies.hf``) and the model server (``agentgym.llm.serve_model``)
 both sit on it.
 
 Logprobs are the log-softmax of the model's raw logits (temperature 1, before top-p),

@@ -51,7 +51,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from agentgym.generation import Batcher, Completion, Generator, Request, RequestError, SamplingParams
+from agentgym.llm.generation import Batcher, Completion, Generator, Request, RequestError, SamplingParams
 from agentgym.tool_parsing import parse_tool_calls
 
 

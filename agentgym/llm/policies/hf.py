@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from agentgym.generation import Batcher, Generator, Request, SamplingParams
-from agentgym.policies.base import Episode, Message, Policy, Reply
+from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams
+from agentgym.llm.policies.base import Episode, Message, Policy, Reply
 
 
 class HFPolicy(Policy):
