@@ -1,9 +1,12 @@
-"""The training loop: rollout -> advantages -> clipped policy-gradient update, repeated.
+"""The training loop: rollout -> score -> advantages -> clipped policy-gradient update -> log, repeated.
 
-Read top to bottom: ``Trainer.__init__`` loads the model (LoRA or full), the optional value
-head and reference, and the sampler; ``step`` plays one iteration's groups of episodes
-(``rollout``), turns rewards into per-token advantages (``advantages``), and updates the
-model (``update``); ``train`` repeats it with evaluation, logging and checkpoints.
+Read top to bottom, as CleanRL's ``ppo.py``: ``Trainer.__init__`` loads the model (LoRA or full),
+the optional value head and reference, and the sampler; ``train`` repeats ``step`` with
+evaluation, logging and checkpoints; ``step`` is one iteration, one visible call per stage, each
+defined below it in that order: ``rollout`` plays the iteration's groups of episodes,
+``collate`` pads them into a ``Batch``, ``score`` takes the logprobs, values and reference
+logprobs before the update (``Scores``), ``advantages`` turns rewards into per-token advantages
+(and PPO's returns), ``update`` runs the minibatch epochs, and ``log`` gathers the metrics.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -136,6 +139,37 @@ class Trainer:
         self.metrics = MetricsLog(self.out, config.tensorboard, config.wandb_project, to_dict(config))
         (self.out / "config.json").write_text(json.dumps(to_dict(config), indent=2), encoding="utf-8")
 
+    # -------------------------------------------------------------------------------- loop
+    def train(self, on_iteration: Callable[[dict[str, float]], None] | None = None) -> None:
+        """Run iterations until ``config.iterations``, evaluating, logging and checkpointing.
+
+        ``on_iteration(metrics)`` is called after each iteration (e.g. to print progress).
+        """
+        config = self.config
+        while self.iteration < config.iterations:
+            metrics = self.step()
+            if config.eval_every and self.iteration % config.eval_every == 0:
+                metrics |= self.evaluate()
+            self.metrics.write(metrics, self.iteration)
+            if on_iteration is not None:
+                on_iteration(metrics)
+            if self.iteration % config.checkpoint_every == 0 or self.iteration == config.iterations:
+                self.save_checkpoint()
+
+    def step(self) -> dict[str, float]:
+        """One iteration, in CleanRL's order: rollout, score, advantages, update, log; returns its metrics."""
+        clock = time.perf_counter()
+        trajectories = self.rollout()
+        rolled = time.perf_counter()
+        batch = collate(trajectories, self.tokenizer.pad_token_id or 0)
+        scores = self.score(batch)
+        advantages, returns = self.advantages(trajectories, scores.values)
+        losses = self.update(batch, scores, advantages, returns)
+        timings = {"rollout_s": rolled - clock, "update_s": time.perf_counter() - rolled}
+        metrics = self.log(trajectories, batch, scores, advantages, losses) | timings
+        self.iteration += 1
+        return metrics
+
     # ----------------------------------------------------------------------------- rollout
     def rollout(self) -> list[Trajectory]:
         """Play ``groups_per_iteration`` groups of ``group_size`` episodes; one task per group."""
@@ -169,56 +203,23 @@ class Trainer:
             config.rollout.env_workers,
         )
 
-    # -------------------------------------------------------------------------- advantages
-    def advantages(
-        self, trajectories: list[Trajectory], values: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-token advantages (and PPO returns), shaped like the padded batch."""
-        algorithm = self.algorithm
-        length = max(len(t.token_ids) for t in trajectories)
-        advantages = torch.zeros(len(trajectories), length)
-        returns = torch.zeros(len(trajectories), length)
-        groups = [t.group for t in trajectories]
-        if algorithm.name == "grpo":
-            episode = grpo_advantages(
-                torch.tensor([t.episode_return for t in trajectories]), groups, algorithm.std_normalize
-            )
-            turn_advantages = [[float(episode[i])] * t.turns for i, t in enumerate(trajectories)]
-        elif algorithm.name == "gigpo":
-            turn_advantages = gigpo_advantages(
-                [t.rewards for t in trajectories],
-                [t.anchors for t in trajectories],
-                groups,
-                gamma=algorithm.gamma,
-                step_weight=algorithm.step_weight,
-                std_normalize=algorithm.std_normalize,
-            )
-        else:  # ppo: GAE over each episode's model tokens, rewards on each turn's last token
-            assert values is not None
-            model_tokens = torch.zeros(len(trajectories), length, dtype=torch.bool)
-            for i, t in enumerate(trajectories):
-                positions = torch.tensor([k for k, m in enumerate(t.loss_mask) if m])
-                token_rewards = torch.zeros(len(positions))
-                ends = {end: reward for end, reward in zip(t.turn_ends, t.rewards)}
-                for k, position in enumerate(positions.tolist()):
-                    token_rewards[k] = ends.get(position, 0.0)
-                token_advantages, token_returns = gae(
-                    token_rewards, values[i, positions], algorithm.gamma, algorithm.lam
-                )
-                advantages[i, positions] = token_advantages
-                returns[i, positions] = token_returns
-                model_tokens[i, positions] = True
-            if algorithm.std_normalize:  # whiten over the batch's model tokens (CleanRL's norm_adv)
-                advantages[model_tokens] = whiten(advantages[model_tokens])
-            return advantages, returns
-        for i, t in enumerate(trajectories):
-            start = 0
-            for end, advantage in zip(t.turn_ends, turn_advantages[i]):
-                advantages[i, start : end + 1] = advantage  # only the turn's sampled tokens are in the loss
-                start = end + 1
-        return advantages, returns
+    # ------------------------------------------------------------------------------- score
+    def score(self, batch: Batch) -> Scores:
+        """Score the batch before updating: the trainer's own logprobs ("old"), the critic's values, the reference's."""
+        rows_total = len(batch.token_ids)
+        size = self.config.minibatch_size
+        old_logprobs, values = torch.zeros_like(batch.sampler_logprobs), torch.zeros_like(batch.sampler_logprobs)
+        ref_logprobs = torch.zeros_like(batch.sampler_logprobs) if self.algorithm.kl_weight > 0 else None
+        with torch.no_grad():
+            self.model.eval()
+            for rows in (list(range(i, min(i + size, rows_total))) for i in range(0, rows_total, size)):
+                ids, att = batch.token_ids[rows].to(self.device), batch.attention[rows].to(self.device)
+                logprobs, _, chunk_values = self.forward(ids, att)
+                old_logprobs[rows], values[rows] = logprobs.cpu(), chunk_values.cpu()
+                if ref_logprobs is not None:
+                    ref_logprobs[rows] = self.reference_logprobs(ids, att).cpu()
+        return Scores(old_logprobs, values, ref_logprobs)
 
-    # ------------------------------------------------------------------------------ update
     def forward(self, token_ids: torch.Tensor, attention: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Token logprobs, entropies and (PPO) values for a padded batch."""
         with autocast(self.device, self.compute_dtype):
@@ -243,44 +244,53 @@ class Trainer:
                     logits = self.model(input_ids=token_ids, attention_mask=attention).logits
             return token_logprobs_and_entropy(logits, token_ids)[0]
 
-    def update(self, trajectories: list[Trajectory]) -> dict[str, float]:
-        """``epochs`` passes of minibatch updates on the iteration's trajectories."""
+    # -------------------------------------------------------------------------- advantages
+    def advantages(
+        self, trajectories: list[Trajectory], values: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Per-token advantages shaped like the padded batch, and the critic's returns (PPO; else None)."""
+        algorithm = self.algorithm
+        groups = [t.group for t in trajectories]
+        if algorithm.name == "ppo":  # GAE over each episode's model tokens
+            return token_gae(trajectories, values, algorithm.gamma, algorithm.lam, algorithm.std_normalize)
+        if algorithm.name == "grpo":  # one advantage per episode, given to each of its turns
+            episode = grpo_advantages(
+                torch.tensor([t.episode_return for t in trajectories]), groups, algorithm.std_normalize
+            )
+            turn_advantages = [[float(episode[i])] * t.turns for i, t in enumerate(trajectories)]
+        else:  # gigpo: the episode's advantage plus each turn's own
+            turn_advantages = gigpo_advantages(
+                [t.rewards for t in trajectories],
+                [t.anchors for t in trajectories],
+                groups,
+                gamma=algorithm.gamma,
+                step_weight=algorithm.step_weight,
+                std_normalize=algorithm.std_normalize,
+            )
+        return spread_over_turns(trajectories, turn_advantages), None
+
+    # ------------------------------------------------------------------------------ update
+    def update(
+        self, batch: Batch, scores: Scores, advantages: torch.Tensor, returns: torch.Tensor | None
+    ) -> dict[str, float]:
+        """``epochs`` passes of shuffled minibatch updates; the mean of each loss term over them."""
         config, algorithm = self.config, self.algorithm
-        token_ids, attention, mask, sampler_logprobs = collate(trajectories, self.tokenizer.pad_token_id or 0)
-        chunks = [
-            list(range(i, min(i + config.minibatch_size, len(trajectories))))
-            for i in range(0, len(trajectories), config.minibatch_size)
-        ]
-        # Before updating: the trainer's own logprobs ("old"), the critic's values, the reference.
-        old_logprobs, old_values, ref_logprobs = (torch.zeros_like(sampler_logprobs) for _ in range(3))
-        with torch.no_grad():
-            self.model.eval()
-            for rows in chunks:
-                ids, att = token_ids[rows].to(self.device), attention[rows].to(self.device)
-                logprobs, _, values = self.forward(ids, att)
-                old_logprobs[rows], old_values[rows] = logprobs.cpu(), values.cpu()
-                if algorithm.kl_weight > 0:
-                    ref_logprobs[rows] = self.reference_logprobs(ids, att).cpu()
-        advantages, returns = self.advantages(trajectories, old_values)
-        mismatch = (old_logprobs - sampler_logprobs).abs()
         stats: dict[str, list[float]] = defaultdict(list)
-        stats["logprob_mismatch_mean"].append(aggregate(mismatch, mask, "token").item())
-        stats["logprob_mismatch_max"].append((mismatch * mask).max().item())
         order = random.Random(stable_seed(config.seed, "minibatches", self.iteration))
         self.model.train()
         for _ in range(config.epochs):
-            rows_order = list(range(len(trajectories)))
+            rows_order = list(range(len(batch.token_ids)))
             order.shuffle(rows_order)
             for start in range(0, len(rows_order), config.minibatch_size):
                 rows = rows_order[start : start + config.minibatch_size]
-                batch_mask = mask[rows].to(self.device)
+                batch_mask = batch.mask[rows].to(self.device)
                 logprobs, entropy, values = self.forward(
-                    token_ids[rows].to(self.device), attention[rows].to(self.device)
+                    batch.token_ids[rows].to(self.device), batch.attention[rows].to(self.device)
                 )
                 how = algorithm.loss_aggregation
                 loss, clip = clipped_policy_loss(
                     logprobs,
-                    old_logprobs[rows].to(self.device),
+                    scores.old_logprobs[rows].to(self.device),
                     advantages[rows].to(self.device),
                     batch_mask,
                     algorithm.clip_low,
@@ -289,11 +299,12 @@ class Trainer:
                 )
                 entropy_mean = aggregate(entropy, batch_mask, how)
                 loss = loss - algorithm.entropy_weight * entropy_mean
-                if algorithm.kl_weight > 0:
-                    kl = aggregate(kl_k3(logprobs, ref_logprobs[rows].to(self.device)), batch_mask, how)
+                if scores.ref_logprobs is not None:
+                    kl = aggregate(kl_k3(logprobs, scores.ref_logprobs[rows].to(self.device)), batch_mask, how)
                     loss = loss + algorithm.kl_weight * kl
                     stats["kl"].append(kl.item())
                 if self.value_head is not None:
+                    assert returns is not None
                     critic = value_loss(values, returns[rows].to(self.device), batch_mask, how)
                     loss = loss + algorithm.value_weight * critic
                     stats["value_loss"].append(critic.item())
@@ -307,47 +318,36 @@ class Trainer:
                 stats["clip_fraction"].append(clip["clip_fraction"])
                 stats["grad_norm"].append(float(grad_norm))
         self.model.eval()
-        stats["advantage_abs_mean"].append(aggregate(advantages.abs(), mask, "token").item())
         return {key: sum(values) / len(values) for key, values in stats.items()}
 
-    # -------------------------------------------------------------------------------- loop
-    def step(self) -> dict[str, float]:
-        """One iteration: rollout, advantages, update; returns its metrics."""
-        clock = time.perf_counter()
-        trajectories = self.rollout()
-        rolled = time.perf_counter()
-        metrics = self.update(trajectories)
-        metrics |= {
+    # --------------------------------------------------------------------------------- log
+    def log(
+        self,
+        trajectories: list[Trajectory],
+        batch: Batch,
+        scores: Scores,
+        advantages: torch.Tensor,
+        losses: dict[str, float],
+    ) -> dict[str, float]:
+        """The iteration's metrics: sampler/trainer logprob mismatch, losses, advantages, episode statistics."""
+        mismatch = (scores.old_logprobs - batch.sampler_logprobs).abs()
+        n = len(trajectories)
+        return {
+            "logprob_mismatch_mean": aggregate(mismatch, batch.mask, "token").item(),
+            "logprob_mismatch_max": (mismatch * batch.mask).max().item(),
+            **losses,
+            "advantage_abs_mean": aggregate(advantages.abs(), batch.mask, "token").item(),
             "iteration": self.iteration,
             "max_turns": self.config.rollout.turns_at(self.iteration),
-            "success_rate": sum(t.success for t in trajectories) / len(trajectories),
-            "score_mean": sum(t.score for t in trajectories) / len(trajectories),
-            "return_mean": sum(t.episode_return for t in trajectories) / len(trajectories),
-            "turns_mean": sum(t.turns for t in trajectories) / len(trajectories),
+            "success_rate": sum(t.success for t in trajectories) / n,
+            "score_mean": sum(t.score for t in trajectories) / n,
+            "return_mean": sum(t.episode_return for t in trajectories) / n,
+            "turns_mean": sum(t.turns for t in trajectories) / n,
             "model_tokens": sum(sum(t.loss_mask) for t in trajectories),
-            "sequence_tokens_mean": sum(len(t.token_ids) for t in trajectories) / len(trajectories),
-            "rollout_s": rolled - clock,
-            "update_s": time.perf_counter() - rolled,
+            "sequence_tokens_mean": sum(len(t.token_ids) for t in trajectories) / n,
         }
-        self.iteration += 1
-        return metrics
 
-    def train(self, on_iteration: Callable[[dict[str, float]], None] | None = None) -> None:
-        """Run iterations until ``config.iterations``, evaluating, logging and checkpointing.
-
-        ``on_iteration(metrics)`` is called after each iteration (e.g. to print progress).
-        """
-        config = self.config
-        while self.iteration < config.iterations:
-            metrics = self.step()
-            if config.eval_every and self.iteration % config.eval_every == 0:
-                metrics |= self.evaluate()
-            self.metrics.write(metrics, self.iteration)
-            if on_iteration is not None:
-                on_iteration(metrics)
-            if self.iteration % config.checkpoint_every == 0 or self.iteration == config.iterations:
-                self.save_checkpoint()
-
+    # --------------------------------------------------------------------------- evaluation
     def evaluate(self, temperature: float = 0.0, split: str | None = None) -> dict[str, float]:
         """Episodes on ``split`` (default ``eval_split``) through the runner, greedy unless ``temperature`` > 0.
 
@@ -463,7 +463,24 @@ class Trainer:
         self.metrics.close()
 
 
-def collate(trajectories: list[Trajectory], pad_id: int) -> tuple[torch.Tensor, ...]:
+class Batch(NamedTuple):
+    """An iteration's trajectories as right-padded ``[episodes, tokens]`` tensors."""
+
+    token_ids: torch.Tensor
+    attention: torch.Tensor
+    mask: torch.Tensor  #: 1 on the model's sampled tokens (the loss mask)
+    sampler_logprobs: torch.Tensor  #: the sampler's logprobs of those tokens, 0 elsewhere
+
+
+class Scores(NamedTuple):
+    """The batch scored before the update (``Trainer.score``), shaped like it."""
+
+    old_logprobs: torch.Tensor  #: the trainer's own logprobs, the ratio's denominator
+    values: torch.Tensor  #: the critic's values (PPO; zeros otherwise)
+    ref_logprobs: torch.Tensor | None  #: the KL reference's logprobs; None at KL weight 0
+
+
+def collate(trajectories: list[Trajectory], pad_id: int) -> Batch:
     """Right-padded ``token_ids``, attention mask, loss mask and sampler logprobs."""
     length = max(len(t.token_ids) for t in trajectories)
     token_ids = torch.full((len(trajectories), length), pad_id, dtype=torch.long)
@@ -476,7 +493,46 @@ def collate(trajectories: list[Trajectory], pad_id: int) -> tuple[torch.Tensor, 
         attention[i, :n] = 1
         mask[i, :n] = torch.tensor(t.loss_mask, dtype=torch.float)
         logprobs[i, :n] = torch.tensor(t.logprobs)
-    return token_ids, attention, mask, logprobs
+    return Batch(token_ids, attention, mask, logprobs)
+
+
+def spread_over_turns(trajectories: list[Trajectory], turn_advantages: list[list[float]]) -> torch.Tensor:
+    """Per-turn advantages as a padded per-token tensor: each turn's value on the tokens up to its last sampled one.
+
+    Only the turn's sampled tokens are in the loss (the mask), so the prompt and env tokens
+    before them may carry the value too.
+    """
+    advantages = torch.zeros(len(trajectories), max(len(t.token_ids) for t in trajectories))
+    for i, t in enumerate(trajectories):
+        start = 0
+        for end, advantage in zip(t.turn_ends, turn_advantages[i]):
+            advantages[i, start : end + 1] = advantage
+            start = end + 1
+    return advantages
+
+
+def token_gae(
+    trajectories: list[Trajectory], values: torch.Tensor, gamma: float, lam: float, std_normalize: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """PPO: GAE over each episode's model tokens, a turn's reward on its last token; (advantages, returns).
+
+    With ``std_normalize`` the advantages are whitened over the batch's model tokens (CleanRL's ``norm_adv``).
+    """
+    length = max(len(t.token_ids) for t in trajectories)
+    advantages = torch.zeros(len(trajectories), length)
+    returns = torch.zeros(len(trajectories), length)
+    model_tokens = torch.zeros(len(trajectories), length, dtype=torch.bool)
+    for i, t in enumerate(trajectories):
+        positions = torch.tensor([k for k, m in enumerate(t.loss_mask) if m])
+        token_rewards = torch.zeros(len(positions))
+        ends = {end: reward for end, reward in zip(t.turn_ends, t.rewards)}
+        for k, position in enumerate(positions.tolist()):
+            token_rewards[k] = ends.get(position, 0.0)
+        advantages[i, positions], returns[i, positions] = gae(token_rewards, values[i, positions], gamma, lam)
+        model_tokens[i, positions] = True
+    if std_normalize:
+        advantages[model_tokens] = whiten(advantages[model_tokens])
+    return advantages, returns
 
 
 class GeneratorPolicy(Policy):
