@@ -44,7 +44,7 @@ register_families()
 def __getattr__(name: str) -> object:
     """``agentgym.RemoteEnv``, imported on first use (it needs httpx)."""
     if name == "RemoteEnv":
-        from agentgym.remote import RemoteEnv
+        from agentgym.serving.client import RemoteEnv
 
         return RemoteEnv
     raise AttributeError(f"module 'agentgym' has no attribute {name!r}")

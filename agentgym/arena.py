@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import agentgym
-from agentgym.multiagent import TextGame, make_game
 from agentgym.llm.policies import Policy, make_policy
 from agentgym.llm.policies.base import Episode
+from agentgym.multiagent import TextGame, make_game
 from agentgym.results import ResultsFolder, iter_records, read_run
 from agentgym.runner import stable_seed
 from agentgym.table import format_table

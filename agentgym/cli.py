@@ -15,8 +15,8 @@ import gymnasium as gym
 
 from agentgym.core import observation_text
 from agentgym.registry import UnknownEnvError, env_info, list_commands, list_envs
-from agentgym.server import SERVE_HELP, serve_from_args
-from agentgym.server import add_arguments as add_serve_arguments
+from agentgym.serving.server import SERVE_HELP, serve_from_args
+from agentgym.serving.server import add_arguments as add_serve_arguments
 from agentgym.table import format_table
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
 
@@ -142,7 +142,7 @@ def _eval(args: argparse.Namespace) -> int:
 def _connect_ray(address: str) -> None:
     """Connect to the Ray cluster ``--ray`` names, or say why not."""
     try:
-        from agentgym.ray_backend import connect
+        from agentgym.serving.backends.ray import connect
     except ImportError as error:
         raise UsageError(str(error)) from None
     try:

@@ -2,9 +2,9 @@
 
 Families call :func:`register` from their package ``__init__`` with a string entry point,
 so registering loads no engine, catalog or browser; the env's module is imported only by
-``gym.make``. Gymnasium's entry point for every id is ``agentgym.backends:<ID>``, which
+``gym.make``. Gymnasium's entry point for every id is ``agentgym.serving.backends:<ID>``, which
 makes the family's class on the backend that ``gym.make(ID, backend=...)`` names (see
-:mod:`agentgym.backends`); :class:`EnvInfo` keeps the family's own entry point.
+:mod:`agentgym.serving.backends`); :class:`EnvInfo` keeps the family's own entry point.
 :func:`register_families` imports each family package under ``agentgym.environments``
 (done once by ``import agentgym``).
 """
@@ -14,10 +14,12 @@ from __future__ import annotations
 import difflib
 import importlib
 import pkgutil
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import load_env_creator
 
 from agentgym.core import TaskSplits
 
@@ -74,7 +76,7 @@ def register(
     )
     gym.register(
         id=env_id,
-        entry_point=f"agentgym.backends:{env_id}",
+        entry_point=f"agentgym.serving.backends:{env_id}",
         max_episode_steps=max_episode_steps,
         kwargs=dict(info.kwargs),
     )
@@ -143,3 +145,20 @@ def known_ids_hint(name: str) -> str:
     close = difflib.get_close_matches(name, list(_ENVS), n=5, cutoff=0.5)
     suggestion = f"did you mean {', '.join(close)}? " if close else ""
     return f"{suggestion}`agentgym list` shows all {len(_ENVS)} known ids"
+
+
+def inline_safe(env: str | gym.Env, kwargs: Mapping[str, Any] | None = None) -> bool:
+    """Whether an env's calls are pure Python in this process, so that they may run on an event
+    loop (no thread is worth it): ``env`` made, or the id ``gym.make(env, **kwargs)`` would make.
+
+    True for local envs whose class sets ``metadata["inline_safe"]``; remote backends do
+    network I/O, so never (their envs' metadata says False).
+    """
+    if isinstance(env, gym.Env):
+        return bool(env.metadata.get("inline_safe", False))
+    env_id = env
+    if (kwargs or {}).get("backend", "local") != "local":
+        return False
+    entry_point = gym.spec(env_id).entry_point
+    creator = entry_point if callable(entry_point) else load_env_creator(entry_point)
+    return bool(getattr(creator, "metadata", {}).get("inline_safe"))

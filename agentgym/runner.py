@@ -9,7 +9,7 @@ times out, or a policy that fails, marks that episode ``"error"`` and the run go
 
 ``backend=`` runs every env on that backend whatever its item says (the episodes, and so
 the results folder, are the same). With ``backend="ray"`` the envs are Ray actors spread over
-the connected cluster (:mod:`agentgym.ray_backend`). A run makes a new env actor only where
+the connected cluster (:mod:`agentgym.serving.backends.ray`). A run makes a new env actor only where
 the cluster's alive nodes have room for it beside the run's other actors (reckoned whenever an
 env is made, so a node that joins adds room and one that dies takes its actors with it); when
 there is none it closes a free env of another item, or waits for an env to be freed. An env
@@ -37,10 +37,9 @@ from typing import Any
 import gymnasium as gym
 
 import agentgym
-from agentgym.backends import inline_safe
 from agentgym.fingerprint import recorded_fingerprint
 from agentgym.llm.policies.base import Episode, Policy
-from agentgym.registry import env_info
+from agentgym.registry import env_info, inline_safe
 from agentgym.results import ResultsFolder, episode_key
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat, ChatWrapper
 from agentgym.wrappers.screenshots import ScreenshotRecorder
@@ -376,7 +375,7 @@ class Runner:
         ]
         if not actors:
             return True
-        from agentgym.ray_backend import has_room
+        from agentgym.serving.backends.ray import has_room
 
         return await asyncio.to_thread(has_room, actors, item.env, item.kwargs)
 

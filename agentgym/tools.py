@@ -42,7 +42,7 @@ import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -230,7 +230,7 @@ def _check_schema(schema: Any, where: str) -> None:
         raise ValueError(f"{where}: required names {sorted(missing)} are not properties")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_tools(package: str, filename: str, toolset: str = DEFAULT_TOOLSET) -> tuple[Tool, ...] | None:
     """The toolset ``toolset`` declared in ``package``'s data file ``filename``.
 

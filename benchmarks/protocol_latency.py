@@ -34,8 +34,8 @@ from recording import record
 import agentgym  # noqa: F401
 from agentgym.integrations.mcp import EnvMCPServer
 from agentgym.integrations.openenv import AgentGymEnvClient
-from agentgym.remote import RemoteEnv
-from agentgym.server import create_app
+from agentgym.serving.client import RemoteEnv
+from agentgym.serving.server import create_app
 from agentgym.tools import command_to_tool_call
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))

@@ -1,6 +1,6 @@
 """Ray scale-out: eval throughput vs the number of env actors, and the per-step cost of an actor.
 
-Starts a single-node Ray instance on this machine (``agentgym.ray_backend.connect("local")``).
+Starts a single-node Ray instance on this machine (``agentgym.serving.backends.ray.connect("local")``).
 
 * **Throughput**: ``run_eval`` with ``backend="ray"`` and ``concurrency`` = N env actors
   (N = 1, 2, 4, 8; each actor asks for 0.1 CPU so that all fit on a small machine), the
@@ -30,7 +30,7 @@ from recording import record
 
 from agentgym.llm.policies import OraclePolicy
 from agentgym.llm.policies.base import Episode, Message, Reply
-from agentgym.ray_backend import connect
+from agentgym.serving.backends.ray import connect
 from agentgym.runner import EvalItem, run_eval
 
 ACTORS = (1, 2, 4, 8)

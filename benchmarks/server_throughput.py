@@ -32,7 +32,7 @@ import gymnasium as gym
 from recording import record
 
 import agentgym
-from agentgym.backends import ServerProcess
+from agentgym.serving.backends.process import ServerProcess
 
 
 class Connection:

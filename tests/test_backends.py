@@ -19,12 +19,13 @@ from gymnasium.wrappers import RenderCollection
 from test_server import PUZZLES, assert_same_transitions, trajectory
 
 import agentgym
-from agentgym.backends import ServerProcess, inline_safe
 from agentgym.core import TextEnv
 from agentgym.llm.policies import OraclePolicy, RandomPolicy
-from agentgym.remote import RemoteEnv
+from agentgym.registry import inline_safe
 from agentgym.results import read_episodes
 from agentgym.runner import EvalItem, run_eval
+from agentgym.serving.backends.process import ServerProcess
+from agentgym.serving.client import RemoteEnv
 
 
 def alive(pid: int) -> bool:
@@ -51,7 +52,7 @@ def server_children() -> list[int]:
             command = (stat.parent / "cmdline").read_bytes()
         except (OSError, ValueError):
             continue
-        if ppid == os.getpid() and b"agentgym.server" in command and alive(int(stat.parent.name)):
+        if ppid == os.getpid() and b"agentgym.serving.server" in command and alive(int(stat.parent.name)):
             children.append(int(stat.parent.name))
     return children
 
@@ -82,7 +83,7 @@ def test_step_limits_are_applied_where_gym_make_applies_them() -> None:
 def test_ids_dispatch_through_backends_and_keep_their_real_entry_points() -> None:
     info = agentgym.env_info("Sokoban-2Boxes-v0")
     assert info.entry_point == "agentgym.environments.sokoban.env:SokobanEnv"
-    assert gym.spec("Sokoban-2Boxes-v0").entry_point == "agentgym.backends:Sokoban-2Boxes-v0"
+    assert gym.spec("Sokoban-2Boxes-v0").entry_point == "agentgym.serving.backends:Sokoban-2Boxes-v0"
     for env in (gym.make("Sokoban-2Boxes-v0"), gym.make("Sokoban-2Boxes-v0", backend="local")):
         assert isinstance(env.unwrapped, TextEnv) and env.unwrapped.num_boxes == 2
         again = gym.make(EnvSpec.from_json(env.spec.to_json()))  # the spec stays JSON-serialisable
@@ -101,7 +102,7 @@ def test_importing_agentgym_and_making_a_local_env_loads_no_server_or_http_code(
     code = (
         "import sys, gymnasium as gym, agentgym\n"
         "gym.make('Maze-v0').reset(options={'task_id': 0})\n"
-        "print(sorted(m for m in ('fastapi', 'uvicorn', 'httpx', 'agentgym.server', 'agentgym.remote') "
+        "print(sorted(m for m in ('fastapi', 'uvicorn', 'httpx', 'agentgym.serving.server', 'agentgym.serving.client') "
         "if m in sys.modules))\n"
     )
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -23,14 +23,14 @@ import pytest
 from test_server import assert_same_transitions, trajectory
 
 import agentgym
-from agentgym.docker_backend import (
+from agentgym.serving.backends.docker import (
     DEFAULT_IMAGE,
     DockerUnavailableError,
     EnvContainer,
     ImageNotFoundError,
     container_user,
 )
-from agentgym.remote import RemoteEnv, ServerUnavailableError
+from agentgym.serving.client import RemoteEnv, ServerUnavailableError
 
 
 def docker_missing() -> str | None:
@@ -190,7 +190,7 @@ def test_a_server_on_a_unix_socket_plays_the_local_episodes(tmp_path: Path) -> N
     stale.bind(path)  # a socket file left behind by a dead server is replaced
     stale.close()
     server = subprocess.Popen(
-        [sys.executable, "-m", "agentgym.server", "Maze-v0", "--uds", path, "--log-level", "warning"],
+        [sys.executable, "-m", "agentgym.serving.server", "Maze-v0", "--uds", path, "--log-level", "warning"],
         stdout=subprocess.PIPE,
         text=True,
     )

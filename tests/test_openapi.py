@@ -18,8 +18,9 @@ import httpx
 import pytest
 from asgi import serving_in_thread
 
-from agentgym import server_api
-from agentgym.server import CALLS, create_app
+from agentgym.serving import api as server_api
+from agentgym.serving.calls import CALLS
+from agentgym.serving.server import create_app
 
 pytest.importorskip("schemathesis")
 
@@ -33,7 +34,7 @@ ENV_IDS = ["Sokoban-v0"]
 def test_saved_document_is_up_to_date() -> None:
     document = create_app(ENV_IDS).openapi()
     saved = json.loads(SAVED.read_text()) if SAVED.exists() else None
-    assert saved == document, f"docs/openapi.json is stale: python -m agentgym.server --openapi > {SAVED}"
+    assert saved == document, f"docs/openapi.json is stale: python -m agentgym.serving.server --openapi > {SAVED}"
 
 
 def test_every_route_declares_its_bodies_and_errors() -> None:
@@ -59,7 +60,7 @@ def test_every_route_declares_its_bodies_and_errors() -> None:
 
 def test_the_cli_prints_the_document() -> None:
     printed = subprocess.run(
-        [sys.executable, "-m", "agentgym.server", "--openapi", *ENV_IDS], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "agentgym.serving.server", "--openapi", *ENV_IDS], capture_output=True, text=True, check=True
     ).stdout
     assert json.loads(printed) == json.loads(SAVED.read_text())
 

@@ -11,7 +11,7 @@ pytest.importorskip("openenv", reason="the openenv extra is not installed (pip i
 
 import agentgym  # noqa: E402,F401
 from agentgym.integrations.openenv import AgentGymAction, AgentGymEnvClient, AgentGymObservation  # noqa: E402
-from agentgym.server import create_app  # noqa: E402
+from agentgym.serving.server import create_app  # noqa: E402
 from agentgym.tools import command_to_tool_call  # noqa: E402
 from asgi import serving_in_thread  # noqa: E402
 from openenv.core.env_client import EnvClient  # noqa: E402

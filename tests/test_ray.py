@@ -113,7 +113,7 @@ def comparable(record: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("env_id", "kwargs"), PUZZLES)
 def test_ray_envs_play_the_same_episodes_as_local_ones(cluster: Any, env_id: str, kwargs: dict[str, Any]) -> None:
-    from agentgym.ray_backend import RayEnv
+    from agentgym.serving.backends.ray import RayEnv
 
     local, remote = gym.make(env_id, **kwargs), gym.make(env_id, backend="ray", **kwargs)
     try:
@@ -148,7 +148,7 @@ def test_check_env_passes_and_bad_arguments_fail_clearly(cluster: Any) -> None:
 
 
 def test_a_killed_actor_is_reported_like_a_crashed_env_and_reset_recreates_it(cluster: Any) -> None:
-    from agentgym.ray_backend import EnvActorDiedError
+    from agentgym.serving.backends.ray import EnvActorDiedError
 
     env = gym.make("Sokoban-v0", backend="ray")
     try:
@@ -168,7 +168,7 @@ def test_a_killed_actor_is_reported_like_a_crashed_env_and_reset_recreates_it(cl
 
 
 def test_the_actor_pool_hands_out_envs_and_replaces_dead_ones(cluster: Any) -> None:
-    from agentgym.ray_backend import EnvActorDiedError, EnvActorPool
+    from agentgym.serving.backends.ray import EnvActorDiedError, EnvActorPool
 
     pool = EnvActorPool("Wordle-v0", size=2, max_episode_steps=3)
     try:

@@ -23,18 +23,18 @@ from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 
 import agentgym
-from agentgym.backends import ServerProcess
 from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
-from agentgym.remote import RemoteEnv, RemoteEnvError, ServerUnavailableError
-from agentgym.server import (
-    create_app,
+from agentgym.serving.backends.process import ServerProcess
+from agentgym.serving.client import RemoteEnv, RemoteEnvError, ServerUnavailableError
+from agentgym.serving.server import create_app
+from agentgym.serving.wire import (
     decode_observation,
     describe_space,
     encode_json,
     encode_observation,
-    listening_socket,
     space_from_description,
 )
+from agentgym.utils.sockets import listening_socket
 
 PUZZLES = [
     ("Sokoban-v0", {}),

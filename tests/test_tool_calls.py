@@ -17,8 +17,8 @@ from episodes import play_oracle
 from gymnasium.utils.env_checker import check_env
 
 import agentgym
-from agentgym.backends import env_class
 from agentgym.core import TextEnv, TextOrToolCall
+from agentgym.serving.backends.local import env_class
 from agentgym.tools import (
     GENERIC_TOOLS,
     ToolCallError,

@@ -24,6 +24,7 @@ from test_train_rollout import ScriptedSampler  # noqa: E402
 from test_train_smoke import tiny_config  # noqa: E402
 
 from agentgym.llm.generation import Generator, SamplingParams  # noqa: E402
+from agentgym.registry import inline_safe  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict  # noqa: E402
 from agentgym.train.rollout import (  # noqa: E402
     ChatTokens,
@@ -32,7 +33,6 @@ from agentgym.train.rollout import (  # noqa: E402
     chat_env,
     make_slots,
     play_episodes,
-    steps_inline,
 )
 from agentgym.train.trainer import Trainer  # noqa: E402
 from agentgym.wrappers.chat import ChatWrapper  # noqa: E402
@@ -86,7 +86,7 @@ def test_ray_envs_play_the_trajectories_local_envs_play(tiny_model_with_long_con
     local = [chat_env(env_id, KWARGS[env_id], SYSTEM) for env_id, _, _ in TASKS]
     remote = [chat_env(env_id, {**KWARGS[env_id], "backend": "ray"}, SYSTEM) for env_id, _, _ in TASKS]
     try:
-        assert not any(steps_inline(env) for env in remote)
+        assert not any(inline_safe(env) for env in remote)
         expected = rollout(local, sampler, chat_tokens, 3, env_workers=1)
         played = rollout(remote, sampler, chat_tokens, 3, env_workers=4)
         assert {env.unwrapped.node_id for env in remote} == alive_node_ids()  # spread over both nodes

@@ -47,7 +47,7 @@ def serving(cache_dir: Path, **options: Any) -> Iterator[Site]:
     """The site over the 3,000-product catalog, run by uvicorn in a thread on a free loopback port."""
     import uvicorn
 
-    from agentgym.server import listening_socket
+    from agentgym.utils.sockets import listening_socket
 
     clock = Clock()
     app = create_app(CATALOG, cache_dir=cache_dir, clock=clock, **options)

@@ -9,9 +9,8 @@ from typing import Any, TypeVar
 
 import gymnasium as gym
 
-from agentgym.backends import inline_safe
 from agentgym.core import observation_text
-from agentgym.registry import env_info
+from agentgym.registry import env_info, inline_safe
 
 T = TypeVar("T")
 

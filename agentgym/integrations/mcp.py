@@ -307,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     import uvicorn
 
-    from agentgym.server import listening_socket
+    from agentgym.utils.sockets import listening_socket
 
     app = server.http_app(host=args.host, session_ttl_s=args.session_ttl, path=args.path)
     sock = listening_socket(args.host, args.port)

@@ -57,7 +57,7 @@ class EnvConfig:
     ``kwargs`` may name a backend like any ``gym.make`` call: ``{backend: ray}`` runs each
     of the trainer's envs of this id in a Ray actor on the cluster at ``ray_address`` (else
     ``$RAY_ADDRESS``, else a new local instance), with ``ray_options`` merged over the
-    family's actor options (see :mod:`agentgym.ray_backend`); the trajectories are the
+    family's actor options (see :mod:`agentgym.serving.backends.ray`); the trajectories are the
     same as with local envs.
     """
 

@@ -34,6 +34,7 @@ import httpx
 from transformers import PreTrainedTokenizerBase
 
 from agentgym.llm.generation import Generator, SamplingParams
+from agentgym.registry import inline_safe
 from agentgym.tool_parsing import assistant_message, template_messages
 from agentgym.wrappers.chat import ActionFormat, ChatWrapper, Message
 
@@ -68,13 +69,24 @@ class ChatTokens:
         sampled the end-of-turn token that the delta starts with, it is not repeated.
         ``new_messages`` may be tool results; ``tools`` must be those the prompt offered.
         """
+        text = self.delta_text(history, sampled, new_messages, tools)
+        return self.tokenizer(text, add_special_tokens=False).input_ids
+
+    def delta_text(
+        self,
+        history: list[Message],
+        sampled: Sequence[int],
+        new_messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> str:
+        """The text of :meth:`delta` (for frameworks that tokenize the env's reply themselves)."""
         chat = [*history, {"role": "assistant", "content": _REPLY_MARK}, *new_messages]
         text = self._render(chat, tools)
         after = text[text.rindex(_REPLY_MARK) + len(_REPLY_MARK) :]
         if sampled and sampled[-1] in self.eos_token_ids:
             ending = self.tokenizer.decode([sampled[-1]])
             after = after.removeprefix(ending)
-        return self.tokenizer(after, add_special_tokens=False).input_ids
+        return after
 
     def _render(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> str:
         kwargs = {"tools": tools} if tools else {}
@@ -245,10 +257,10 @@ def play_episodes(
     An episode ends when the env terminates or truncates, after ``max_turns`` turns, or
     when the model's context is full (truncated). With ``env_workers`` > 1, the resets and
     steps of one turn run concurrently in that many threads for envs that wait on something
-    (remote backends such as Ray actors, browsers, JVMs: see :func:`steps_inline`); the
+    (remote backends such as Ray actors, browsers, JVMs: see :func:`~agentgym.registry.inline_safe`); the
     others are stepped one after another on this thread. Either way the trajectories are the same.
     """
-    workers = min(env_workers, sum(not steps_inline(slot.env) for slot in slots))
+    workers = min(env_workers, sum(not inline_safe(slot.env) for slot in slots))
     with ThreadPoolExecutor(workers, "agentgym-env") if workers > 1 else contextlib.nullcontext() as pool:
         resets = [
             partial(slot.env.reset, seed=slot.seed, options={"task_id": slot.trajectory.task_id}) for slot in slots
@@ -285,15 +297,10 @@ def play_episodes(
     return [slot.trajectory for slot in slots]
 
 
-def steps_inline(env: gym.Env) -> bool:
-    """Whether ``env``'s calls are pure Python in this process (``metadata["inline_safe"]``): no thread is worth it."""
-    return bool(env.metadata.get("inline_safe", False))
-
-
 def _call_envs(slots: list[EpisodeSlot], calls: list[Callable[[], _T]], pool: ThreadPoolExecutor | None) -> list[_T]:
     """Each slot's env call, results in order: in ``pool`` (concurrently) for envs that wait, inline for the rest."""
     futures = [
-        None if pool is None or steps_inline(slot.env) else pool.submit(call) for slot, call in zip(slots, calls)
+        None if pool is None or inline_safe(slot.env) else pool.submit(call) for slot, call in zip(slots, calls)
     ]
     inline = [call() if future is None else None for call, future in zip(calls, futures)]
     return [value if future is None else future.result() for value, future in zip(inline, futures)]

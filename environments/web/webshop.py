@@ -32,7 +32,7 @@ class _Site:
         import uvicorn
 
         from agentgym.environments.webshop.website import create_app
-        from agentgym.server import listening_socket
+        from agentgym.utils.sockets import listening_socket
 
         self.pid = os.getpid()
         self.app = create_app(session_ttl_s=0, max_sessions=100_000)

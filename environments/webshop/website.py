@@ -544,7 +544,7 @@ def serve(
     """
     import uvicorn
 
-    from agentgym.server import listening_socket
+    from agentgym.utils.sockets import listening_socket
 
     print("agentgym webshop-site: loading the shop (the first run builds the search index) ...", flush=True)
     app = create_app(

@@ -1,7 +1,7 @@
 """The scripted baselines every env has: its oracle and a uniformly random player.
 
 They call the env's ``oracle_action()`` and ``random_action(rng)``: a local
-:class:`~agentgym.core.TextEnv` or a :class:`~agentgym.remote.RemoteEnv` (which asks its server).
+:class:`~agentgym.core.TextEnv` or a :class:`~agentgym.serving.client.RemoteEnv` (which asks its server).
 When the episode plays native tool calls and the env is local, the command is sent as the
 tool call that maps onto it (``agentgym.tools.command_to_tool_call``), so the baselines run
 the tools path too; a command no tool yields stays text.
@@ -9,8 +9,8 @@ the tools path too; a command no tool yields stays text.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import json
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym

@@ -1,6 +1,6 @@
 """The env server: many sessions of agentgym envs over HTTP (``agentgym serve ENV_ID ...``).
 
-One generic server for every family; :class:`~agentgym.remote.RemoteEnv` is its client,
+One generic server for every family; :class:`~agentgym.serving.client.RemoteEnv` is its client,
 and the ``process`` and ``docker`` backends run it. JSON in, JSON out:
 
 * ``POST /sessions`` ``{"env_id", "kwargs": {}, "max_episode_steps": null}`` makes an env
@@ -13,7 +13,8 @@ and the ``process`` and ``docker`` backends run it. JSON in, JSON out:
   ``POST /sessions/{id}/step`` ``{"action"}`` (a text reply, or a tool call / assistant
   message object: docs/tool-calls.md) → ``{"observation", "reward", "terminated",
   "truncated", "info"}`` (a dict observation's numpy arrays, such as a screenshot, travel as
-  ``{"__ndarray__": base64 of zlib-compressed bytes, "dtype", "shape"}``: :func:`encode_observation`);
+  ``{"__ndarray__": base64 of zlib-compressed bytes, "dtype", "shape"}``, see
+  :func:`~agentgym.serving.wire.encode_observation`);
   ``.../render`` → ``{"render"}``; the baselines' calls
   ``.../oracle_action`` → ``{"action"}``, ``.../random_action`` ``{"seed"}`` or
   ``{"rng_state"}`` (a ``random.Random`` state, returned advanced) → ``{"action",
@@ -43,33 +44,28 @@ closes sessions idle longer than the TTL. Values JSON cannot carry natively are
 converted: numpy scalars and arrays to numbers and lists, tuples to lists.
 
 Every route's request and response bodies and error answers are pydantic models in
-:mod:`agentgym.server_api`, so the OpenAPI document (``GET /openapi.json``; ``agentgym
+:mod:`agentgym.serving.api`, so the OpenAPI document (``GET /openapi.json``; ``agentgym
 serve --openapi``; ``docs/openapi.json``) is complete; docs/serving.md is the reference.
 
-The wire format (:func:`encode_json`, :func:`describe_space`) is defined here and shared
-with the client. FastAPI and uvicorn are imported only by :func:`create_app` and
-:func:`serve`, so that the client and the command-line options load without them (and
-this module does without ``from __future__ import annotations``: FastAPI reads the
-handlers' annotations at run time).
+The wire format is :mod:`agentgym.serving.wire`, shared with the clients, and the session
+calls are :mod:`agentgym.serving.calls`, shared with the Ray backend's actor. FastAPI and
+uvicorn are imported only by :func:`create_app` and :func:`serve`, so that the
+command-line options load without them (and this module does without ``from __future__
+import annotations``: FastAPI reads the handlers' annotations at run time).
 """
 
 import argparse
 import asyncio
-import base64
 import concurrent.futures
 import fnmatch
 import json
 import logging
 import os
-import random
 import re
 import secrets
-import socket
-import stat
 import sys
 import threading
 import time
-import zlib
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -77,17 +73,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
-import numpy as np
-from gymnasium import spaces
 
-from agentgym.backends import inline_safe
-from agentgym.core import TextOrToolCall, UnicodeText
-from agentgym.registry import known_ids_hint, list_envs
+from agentgym.registry import inline_safe, known_ids_hint, list_envs
+from agentgym.serving.calls import CALLS, ProtocolError, body_field
+from agentgym.serving.wire import describe_env, encode_json
+from agentgym.utils.sockets import listening_socket, unix_socket
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-logger = logging.getLogger("agentgym.server")
+logger = logging.getLogger("agentgym.serving.server")
 
 DEFAULT_MAX_SESSIONS = 1024
 DEFAULT_SESSION_TTL_S = 600.0
@@ -95,204 +90,6 @@ DEFAULT_MAX_BODY_BYTES = 8 * 2**20
 #: What ``agentgym serve`` does, in one line.
 SERVE_HELP = "serve agentgym envs over HTTP: sessions for RemoteEnv and the process and docker backends"
 _MISSING: Any = object()
-
-
-def encode_json(data: Any) -> bytes:
-    """The wire format: JSON with numpy values as plain numbers and lists.
-
-    ASCII output (``\\uXXXX`` escapes), so that strings with lone surrogates survive.
-    """
-    return json.dumps(data, default=_plain, separators=(",", ":")).encode()
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, (np.generic, np.ndarray)):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
-
-
-def describe_space(space: spaces.Space) -> dict[str, Any]:
-    """A JSON description of a space that :func:`space_from_description` rebuilds.
-
-    Handles :class:`~agentgym.core.UnicodeText`, ``Box`` (bounds sent as one number when
-    they are uniform, so a screenshot's space stays small) and ``Dict`` of those.
-    """
-    if isinstance(space, TextOrToolCall):
-        return {"type": "TextOrToolCall", "min_length": space.min_length, "max_length": space.max_length}
-    if isinstance(space, UnicodeText):
-        return {"type": "UnicodeText", "min_length": space.min_length, "max_length": space.max_length}
-    if isinstance(space, spaces.Box):
-        return {
-            "type": "Box",
-            "low": _bound(space.low),
-            "high": _bound(space.high),
-            "shape": list(space.shape),
-            "dtype": space.dtype.str,
-        }
-    if isinstance(space, spaces.Dict):
-        return {"type": "Dict", "spaces": {key: describe_space(value) for key, value in space.spaces.items()}}
-    raise NotImplementedError(f"serving envs with {space!r} spaces is not supported yet")
-
-
-def _bound(values: np.ndarray) -> Any:
-    flat = values.reshape(-1)
-    return flat[0].item() if flat.size and (flat == flat[0]).all() else values.tolist()
-
-
-def space_from_description(description: dict[str, Any]) -> spaces.Space:
-    """The space :func:`describe_space` described."""
-    if description["type"] == "TextOrToolCall":
-        return TextOrToolCall(description["max_length"], min_length=description["min_length"])
-    if description["type"] == "UnicodeText":
-        return UnicodeText(description["max_length"], min_length=description["min_length"])
-    if description["type"] == "Box":
-        dtype, shape = np.dtype(description["dtype"]), tuple(description["shape"])
-        low, high = (np.broadcast_to(np.asarray(description[key], dtype=dtype), shape) for key in ("low", "high"))
-        return spaces.Box(low, high, shape, dtype)
-    if description["type"] == "Dict":
-        return spaces.Dict({key: space_from_description(value) for key, value in description["spaces"].items()})
-    raise NotImplementedError(f"unknown space type {description['type']!r}")
-
-
-def encode_observation(observation: Any) -> Any:
-    """An observation for the wire: numpy arrays (a screenshot) inside dicts become
-    ``{"__ndarray__": base64 of the zlib-compressed bytes, "dtype", "shape"}``; text stays text."""
-    if isinstance(observation, dict):
-        return {key: encode_observation(value) for key, value in observation.items()}
-    if isinstance(observation, np.ndarray):
-        data = np.ascontiguousarray(observation)
-        return {
-            "__ndarray__": base64.b64encode(zlib.compress(data.tobytes(), 1)).decode("ascii"),
-            "dtype": data.dtype.str,
-            "shape": list(data.shape),
-        }
-    return observation
-
-
-def decode_observation(observation: Any) -> Any:
-    """The observation :func:`encode_observation` encoded, arrays rebuilt with their dtype and shape."""
-    if isinstance(observation, dict):
-        if "__ndarray__" in observation:
-            data = zlib.decompress(base64.b64decode(observation["__ndarray__"]))
-            array = np.frombuffer(data, dtype=np.dtype(observation["dtype"]))
-            return array.reshape(observation["shape"]).copy()
-        return {key: decode_observation(value) for key, value in observation.items()}
-    return observation
-
-
-class ServerError(Exception):
-    """An error answered as ``{"error": {"type", "message", ...details}}`` with an HTTP status."""
-
-    def __init__(self, status: int, type: str, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.status, self.type, self.message, self.details = status, type, message, details
-
-    def body(self) -> bytes:
-        return encode_json({"error": {"type": self.type, "message": self.message, **self.details}})
-
-
-def _field(body: dict[str, Any], name: str, kind: type, default: Any = _MISSING) -> Any:
-    """``body[name]``, checked to be a ``kind`` (or null, where there is a default)."""
-    value = body.get(name, default)
-    if value is _MISSING:
-        raise ServerError(422, "InvalidRequest", f"missing field {name!r}")
-    if value is default and default is not _MISSING:
-        return value
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ServerError(422, "InvalidRequest", f"field {name!r} must be {kind.__name__}, got {_json_type(value)}")
-    return value
-
-
-def _json_type(value: Any) -> str:
-    names = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}
-    return "null" if value is None else names.get(type(value), type(value).__name__)
-
-
-def _rng(body: dict[str, Any]) -> random.Random:
-    """The generator a ``random_action`` call draws from: ``seed`` or a ``random.Random`` state."""
-    rng = random.Random(_field(body, "seed", int, None))
-    state = _field(body, "rng_state", list, None)
-    if state is not None:
-        try:
-            version, internal, gauss = state
-            rng.setstate((version, tuple(internal), gauss))
-        except (TypeError, ValueError, OverflowError) as error:
-            message = f"rng_state is not a random.Random state: {error}"
-            raise ServerError(422, "InvalidArgument", message, exception="ValueError") from None
-    return rng
-
-
-def _rng_state(rng: random.Random) -> list[Any]:
-    version, internal, gauss = rng.getstate()
-    return [version, list(internal), gauss]
-
-
-# ---- session calls: each checks its body, then returns the env call to run --------------
-
-
-def _reset(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
-    seed, options = _field(body, "seed", int, None), _field(body, "options", dict, None)
-
-    def reset() -> dict[str, Any]:
-        observation, info = env.reset(seed=seed, options=options)
-        return {"observation": encode_observation(observation), "info": info}
-
-    return reset
-
-
-def _step(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
-    action = body.get("action")
-    if not isinstance(action, dict):  # a tool call or assistant message object, or else a text reply
-        action = _field(body, "action", str)
-
-    def step() -> dict[str, Any]:
-        observation, reward, terminated, truncated, info = env.step(action)
-        return {
-            "observation": encode_observation(observation),
-            "reward": reward,
-            "terminated": terminated,
-            "truncated": truncated,
-            "info": info,
-        }
-
-    return step
-
-
-def _render(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
-    return lambda: {"render": env.render()}
-
-
-def _oracle_action(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
-    return lambda: {"action": env.unwrapped.oracle_action()}
-
-
-def _random_action(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
-    rng = _rng(body)
-
-    def random_action() -> dict[str, Any]:
-        return {"action": env.unwrapped.random_action(rng), "rng_state": _rng_state(rng)}
-
-    return random_action
-
-
-def _available_actions(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
-    return lambda: {"actions": env.unwrapped.available_actions()}
-
-
-def env_tools(env: gym.Env) -> list[dict[str, Any]] | None:
-    """The env's function tools (OpenAI shape), or None for an env that declares none."""
-    tools = getattr(env.unwrapped, "tools", None)
-    return tools() if callable(tools) else None
-
-
-CALLS: dict[str, Callable[[gym.Env, dict[str, Any]], Callable[[], dict[str, Any]]]] = {
-    "reset": _reset,
-    "step": _step,
-    "render": _render,
-    "oracle_action": _oracle_action,
-    "random_action": _random_action,
-    "available_actions": _available_actions,
-}
 
 
 @dataclass(eq=False)
@@ -351,19 +148,19 @@ class EnvServer:
 
     async def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """Open a session; answers its id and the env's description."""
-        env_id = _field(body, "env_id", str)
-        kwargs = _field(body, "kwargs", dict, None) or {}
-        max_episode_steps = _field(body, "max_episode_steps", int, None)
+        env_id = body_field(body, "env_id", str)
+        kwargs = body_field(body, "kwargs", dict, None) or {}
+        max_episode_steps = body_field(body, "max_episode_steps", int, None)
         if env_id not in self.inline:
-            raise ServerError(
+            raise ProtocolError(
                 404, "UnknownEnv", f"env {env_id!r} is not served here; served: {', '.join(self.env_ids)}"
             )
         if kwargs.get("backend", "local") != "local":
-            raise ServerError(422, "InvalidArgument", "the server runs envs itself: backend must be 'local'")
+            raise ProtocolError(422, "InvalidArgument", "the server runs envs itself: backend must be 'local'")
         if max_episode_steps is not None and max_episode_steps < 1 and max_episode_steps != -1:
-            raise ServerError(422, "InvalidRequest", "max_episode_steps must be positive, -1 (no limit) or null")
+            raise ProtocolError(422, "InvalidRequest", "max_episode_steps must be positive, -1 (no limit) or null")
         if len(self.sessions) + self._opening >= self.max_sessions:
-            raise ServerError(429, "TooManySessions", f"the server holds its maximum of {self.max_sessions} sessions")
+            raise ProtocolError(429, "TooManySessions", f"the server holds its maximum of {self.max_sessions} sessions")
         self._opening += 1
         executor = None if self.inline[env_id] else concurrent.futures.ThreadPoolExecutor(1, "agentgym-session")
         session = Session(secrets.token_hex(12), env_id, kwargs, env=None, executor=executor)  # type: ignore[arg-type]
@@ -372,14 +169,14 @@ class EnvServer:
             description = describe_env(session.env, env_id, kwargs)
         except (TypeError, ValueError, gym.error.Error) as error:
             await self._discard(session)
-            raise ServerError(422, "InvalidArgument", str(error), exception=type(error).__name__) from None
+            raise ProtocolError(422, "InvalidArgument", str(error), exception=type(error).__name__) from None
         except NotImplementedError as error:
             await self._discard(session)
-            raise ServerError(501, "NotImplemented", str(error)) from None
+            raise ProtocolError(501, "NotImplemented", str(error)) from None
         except Exception as error:
             logger.exception("making %s with %s failed", env_id, kwargs)
             await self._discard(session)
-            raise ServerError(500, "EnvError", f"making {env_id} raised {type(error).__name__}: {error}") from None
+            raise ProtocolError(500, "EnvError", f"making {env_id} raised {type(error).__name__}: {error}") from None
         finally:
             self._opening -= 1
         self.sessions[session.id] = session
@@ -390,14 +187,14 @@ class EnvServer:
         try:
             return self.sessions[session_id]
         except KeyError:
-            raise ServerError(
+            raise ProtocolError(
                 404, "UnknownSession", f"no session {session_id!r} (closed, reaped after idling, or never opened)"
             ) from None
 
     async def call(self, session_id: str, name: str, body: dict[str, Any]) -> bytes:
         """Run ``CALLS[name]`` on a session's env; JSON of the result."""
         if name not in CALLS:
-            raise ServerError(404, "NotFound", f"no session call {name!r}; calls: {', '.join(CALLS)}")
+            raise ProtocolError(404, "NotFound", f"no session call {name!r}; calls: {', '.join(CALLS)}")
         session = self.get(session_id)
         function = CALLS[name](session.env, body)
         # A bad task id or option is the client's mistake; anything else an env raises is the env's.
@@ -406,21 +203,21 @@ class EnvServer:
             if self.sessions.get(session_id) is not session:  # closed while this call waited
                 self.get(session_id)
             if name != "reset" and session.episodes == 0:
-                raise ServerError(409, "ResetNeeded", f"call reset before {name}")
+                raise ProtocolError(409, "ResetNeeded", f"call reset before {name}")
             session.last_used = time.monotonic()
             try:
                 payload = encode_json(await session.run(function))
             except gym.error.ResetNeeded as error:
-                raise ServerError(409, "ResetNeeded", str(error)) from None
+                raise ProtocolError(409, "ResetNeeded", str(error)) from None
             except NotImplementedError as error:
-                raise ServerError(501, "NotImplemented", f"{name}: {error}") from None
+                raise ProtocolError(501, "NotImplemented", f"{name}: {error}") from None
             except argument_errors as error:
-                raise ServerError(422, "InvalidArgument", str(error), exception=type(error).__name__) from None
+                raise ProtocolError(422, "InvalidArgument", str(error), exception=type(error).__name__) from None
             except Exception as error:
                 logger.exception("%s of session %s (%s) failed", name, session_id, session.env_id)
                 await self._close(session, "sessions_failed")
                 message = f"{name} raised {type(error).__name__}: {error}"
-                raise ServerError(500, "EnvError", message, session_closed=True) from None
+                raise ProtocolError(500, "EnvError", message, session_closed=True) from None
             finally:
                 session.last_used = time.monotonic()
         self.counts[f"{name}_calls"] += 1
@@ -501,22 +298,6 @@ def resolve_env_ids(patterns: Sequence[str]) -> list[str]:
     return resolved
 
 
-def describe_env(env: gym.Env, env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """What a client needs to rebuild the env's interface (see the module docstring)."""
-    splits = getattr(env.unwrapped, "splits", None)
-    return {
-        "id": env_id,
-        "kwargs": kwargs,
-        "max_episode_steps": env.spec.max_episode_steps if env.spec is not None else None,
-        "observation_space": describe_space(env.observation_space),
-        "action_space": describe_space(env.action_space),
-        "metadata": env.metadata,
-        "render_mode": env.render_mode,
-        "splits": splits.counts() if splits is not None else None,
-        "tools": env_tools(env),
-    }
-
-
 def rss_bytes() -> int | None:
     """This process's resident memory (Linux; ``None`` elsewhere)."""
     try:
@@ -544,8 +325,8 @@ def create_app(
     from starlette.exceptions import HTTPException
 
     from agentgym import __version__
-    from agentgym import server_api as api
     from agentgym.integrations import LazyMount  # OpenEnv's routes: docs/integrations.md
+    from agentgym.serving import api
 
     server = EnvServer(env_ids, max_sessions=max_sessions, session_ttl_s=session_ttl_s, inline=inline)
 
@@ -574,13 +355,13 @@ def create_app(
     def answer(payload: bytes, status: int = 200) -> Response:
         return Response(payload, status_code=status, media_type="application/json")
 
-    def error_response(error: ServerError, headers: Mapping[str, str] | None = None) -> Response:
+    def error_response(error: ProtocolError, headers: Mapping[str, str] | None = None) -> Response:
         server.errors[error.type] += 1
         headers = {**(headers or {}), **({"Retry-After": "1"} if error.status == 429 else {})}
         return Response(error.body(), status_code=error.status, media_type="application/json", headers=headers)
 
-    @app.exception_handler(ServerError)
-    async def server_error(_: Request, error: ServerError) -> Response:
+    @app.exception_handler(ProtocolError)
+    async def server_error(_: Request, error: ProtocolError) -> Response:
         return error_response(error)
 
     @app.exception_handler(HTTPException)
@@ -590,7 +371,7 @@ def create_app(
         methods = allowed_methods(app, request.url.path) if error.status_code == 405 else set()
         if methods:  # Starlette names the methods of one route; a path may have several
             headers["Allow"] = ", ".join(sorted(methods))
-        return error_response(ServerError(error.status_code, kind, str(error.detail)), headers)
+        return error_response(ProtocolError(error.status_code, kind, str(error.detail)), headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, error: RequestValidationError) -> Response:
@@ -598,7 +379,7 @@ def create_app(
 
     @app.exception_handler(Exception)
     async def internal_error(_: Request, error: Exception) -> Response:
-        return error_response(ServerError(500, "InternalError", f"{type(error).__name__}: {error}"))
+        return error_response(ProtocolError(500, "InternalError", f"{type(error).__name__}: {error}"))
 
     app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes, refuse=error_response)
     generate_openapi = app.openapi
@@ -687,17 +468,18 @@ def allowed_methods(app: Any, path: str) -> set[str]:
     }
 
 
-def request_error(errors: Sequence[Any]) -> ServerError:
+def request_error(errors: Sequence[Any]) -> ProtocolError:
     """The error for a request body FastAPI refused: 400 when it is not JSON, else 422 naming each field."""
     if any(error.get("type") == "json_invalid" for error in errors):
         details = "; ".join(str(error.get("ctx", {}).get("error", "")) for error in errors)
-        return ServerError(400, "InvalidJSON", f"the body is not valid JSON: {details}")
+        return ProtocolError(400, "InvalidJSON", f"the body is not valid JSON: {details}")
     problems: dict[str, list[str]] = {}
     for error in errors:
         # The location in the body, without pydantic's names of union members ("literal[-1]", "int", ...).
         where = ".".join(str(part) for part in error.get("loc", ())[1:] if not _UNION_MEMBER.search(str(part)))
         problems.setdefault(f"field {where!r}" if where else "the body", []).append(error.get("msg", "invalid"))
-    return ServerError(422, "InvalidRequest", "; ".join(f"{where}: {' or '.join(m)}" for where, m in problems.items()))
+    message = "; ".join(f"{where}: {' or '.join(m)}" for where, m in problems.items())
+    return ProtocolError(422, "InvalidRequest", message)
 
 
 _UNION_MEMBER = re.compile(r"[\[\]()]|^(int|str|float|bool|dict|list|none|tuple)$")
@@ -710,7 +492,7 @@ class BodyLimit:
     counted as the app reads it, and the read raises 413 when it passes the limit.
     """
 
-    def __init__(self, app: Any, max_body_bytes: int, refuse: Callable[[ServerError], Any]) -> None:
+    def __init__(self, app: Any, max_body_bytes: int, refuse: Callable[[ProtocolError], Any]) -> None:
         self.app, self.max_body_bytes, self.refuse = app, max_body_bytes, refuse
 
     async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
@@ -721,7 +503,7 @@ class BodyLimit:
         message = f"the body exceeds {self.max_body_bytes} bytes"
         declared = dict(scope["headers"]).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
-            return await self.refuse(ServerError(413, "PayloadTooLarge", message))(scope, receive, send)
+            return await self.refuse(ProtocolError(413, "PayloadTooLarge", message))(scope, receive, send)
         size = 0
 
         async def counted() -> dict[str, Any]:
@@ -785,30 +567,6 @@ def serve(
     server.run(sockets=[sock])
 
 
-def listening_socket(host: str, port: int, fd: int | None = None) -> socket.socket:
-    """A socket listening on ``host:port`` (or the inherited one ``fd``), with ``TCP_NODELAY``.
-
-    Accepted connections inherit the option. Without it, uvicorn's separate writes of a
-    response's head and body can wait for the client's delayed ACK: 40 ms per request.
-    """
-    if fd is not None:
-        sock = socket.socket(fileno=fd)
-    else:
-        sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
-def unix_socket(path: str) -> socket.socket:
-    """A socket listening at the Unix socket path ``path`` (a stale socket file there is replaced)."""
-    if os.path.exists(path) and stat.S_ISSOCK(os.stat(path).st_mode):
-        os.unlink(path)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.bind(path)
-    sock.listen(2048)
-    return sock
-
-
 def _exit_at_eof(fd: int, server: Any) -> None:
     while os.read(fd, 1024):
         pass
@@ -816,7 +574,7 @@ def _exit_at_eof(fd: int, server: Any) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``agentgym serve`` (shared with ``python -m agentgym.server``)."""
+    """The options of ``agentgym serve`` (shared with ``python -m agentgym.serving.server``)."""
     parser.add_argument("env_ids", nargs="+", metavar="ENV_ID", help="env ids to serve; patterns like 'Sokoban-*'")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (0.0.0.0 in a container)")
     parser.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one (the URL is printed)")
@@ -865,8 +623,8 @@ def serve_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agentgym.server``: the same as ``agentgym serve``."""
-    parser = argparse.ArgumentParser(prog="python -m agentgym.server", description=SERVE_HELP)
+    """``python -m agentgym.serving.server``: the same as ``agentgym serve``."""
+    parser = argparse.ArgumentParser(prog="python -m agentgym.serving.server", description=SERVE_HELP)
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:

@@ -17,7 +17,7 @@ a :class:`~agentgym.core.TextEnv` it has ``oracle_action()``, ``random_action(rn
   (:data:`FAMILY_OPTIONS`; :data:`DEFAULT_OPTIONS` for the rest). A custom resource names
   what a node must have for the family (``java``, ``browser``, ``desktop``, ``bwrap``); its
   amount on a node is how many envs of that kind the node may run at once, and each env
-  takes 1. ``python -m agentgym.ray_backend`` prints this machine's, for
+  takes 1. ``python -m agentgym.serving.backends.ray`` prints this machine's, for
   ``ray start --resources``. Actors are placed with the ``SPREAD`` strategy.
 * **Failures**: an actor that dies (its process killed or crashed, its node gone) or that
   does not answer within ``ray_timeout`` s (it is then killed) makes the call raise
@@ -48,7 +48,6 @@ import json
 import math
 import os
 import queue
-import random
 import shutil
 import socket
 import threading
@@ -57,11 +56,12 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import EnvSpec
 
-from agentgym.backends import make_local
-from agentgym.core import TaskSplits
 from agentgym.registry import env_info
+from agentgym.serving.backends.local import make_local
+from agentgym.serving.calls import CALLS
+from agentgym.serving.client import ProxyEnv
+from agentgym.serving.wire import describe_env
 
 try:
     import ray
@@ -201,8 +201,8 @@ def check_feasible(env_id: str, options: dict[str, Any]) -> None:
         example = json.dumps(dict.fromkeys(missing, 4))
         raise ValueError(
             f"{env_id} needs the Ray resource(s) {names}, which no node of the cluster offers: start the nodes that "
-            f"can run it with `ray start ... --resources '{example}'` (`python -m agentgym.ray_backend` prints a "
-            f"machine's), or pass ray_options={{'resources': {{}}}}"
+            f"can run it with `ray start ... --resources '{example}'` (`python -m "
+            f"agentgym.serving.backends.ray` prints a machine's), or pass ray_options={{'resources': {{}}}}"
         )
     if capacity(options) == 0:
         raise ValueError(
@@ -212,47 +212,26 @@ def check_feasible(env_id: str, options: dict[str, Any]) -> None:
 
 
 class EnvActor:
-    """Holds one env in a Ray actor process and runs its calls (made a Ray actor class by :func:`_actor_class`)."""
+    """Holds one env in a Ray actor process and runs its session calls, as the env server runs a
+    session's (made a Ray actor class by :func:`_actor_class`)."""
 
     def __init__(self, env_id: str, kwargs: dict[str, Any]) -> None:
+        self.env_id, self.kwargs = env_id, kwargs
         self.env = make_local(env_id, kwargs)
 
     def describe(self) -> dict[str, Any]:
-        env = self.env
-        splits = getattr(env, "splits", None)
+        """The env's wire description, and where the actor runs."""
+        context = ray.get_runtime_context()
         return {
-            "observation_space": env.observation_space,
-            "action_space": env.action_space,
-            "metadata": dict(env.metadata),
-            "render_mode": env.render_mode,
-            "splits": splits if isinstance(splits, TaskSplits) else None,
-            "node_id": ray.get_runtime_context().get_node_id(),
-            "actor_id": ray.get_runtime_context().get_actor_id(),
+            **describe_env(self.env, self.env_id, self.kwargs),
+            "node_id": context.get_node_id(),
+            "actor_id": context.get_actor_id(),
             "pid": os.getpid(),
         }
 
-    def reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any], Any, Any]:
-        observation, info = self.env.reset(seed=seed, options=options)
-        return observation, info, getattr(self.env, "task_id", None), getattr(self.env, "split", None)
-
-    def step(self, action: str | dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        return self.env.step(action)
-
-    def tools(self) -> list[dict[str, Any]] | None:
-        return self.env.tools() if hasattr(self.env, "tools") else None
-
-    def render(self) -> Any:
-        return self.env.render()
-
-    def oracle_action(self) -> str:
-        return self.env.oracle_action()
-
-    def random_action(self, rng: random.Random) -> tuple[str, random.Random]:
-        action = self.env.random_action(rng)
-        return action, rng
-
-    def available_actions(self) -> list[str] | None:
-        return self.env.available_actions()
+    def call(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Run the session call ``name`` (:data:`~agentgym.serving.calls.CALLS`) on the env."""
+        return CALLS[name](self.env, body)()
 
     def close(self) -> None:
         self.env.close()
@@ -268,7 +247,7 @@ def _actor_class() -> Any:
     return _ACTOR_CLASS
 
 
-class RayEnv(gym.Env[Any, str]):
+class RayEnv(ProxyEnv):
     """An env in a Ray actor; see the module docstring.
 
     ``options`` are the actor's Ray options (:func:`actor_options`); the other keyword
@@ -289,22 +268,9 @@ class RayEnv(gym.Env[Any, str]):
         self.options = actor_options(env_id) if options is None else options
         self.startup_timeout_s = startup_timeout_s
         self.timeout_s = timeout_s
-        self.task_id: int | None = None
-        self.split: str | None = None
         self._actor: Any = None
         description = self._start()
-        self.observation_space = description["observation_space"]
-        self.action_space = description["action_space"]
-        # Calls wait on another process: never run them on an event loop.
-        self._metadata = {**description["metadata"], "inline_safe": False}
-        self.render_mode = description["render_mode"]
-        self.splits: TaskSplits | None = description["splits"]
-        self.spec = EnvSpec(id=env_id, entry_point="agentgym.ray_backend:RayEnv", kwargs={"env_id": env_id, **kwargs})
-
-    @property
-    def metadata(self) -> dict[str, Any]:  # type: ignore[override]
-        """The actor env's metadata (a property: ``gym.make`` then leaves render modes to the actor)."""
-        return self._metadata
+        self._adopt(description, "agentgym.serving.backends.ray:RayEnv", {"env_id": env_id, **kwargs})
 
     @property
     def alive(self) -> bool:
@@ -318,15 +284,7 @@ class RayEnv(gym.Env[Any, str]):
         super().reset(seed=seed)
         if self._actor is None:
             self._start()
-        observation, info, self.task_id, self.split = self._call("reset", seed, options)
-        return observation, info
-
-    def step(self, action: str | dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """Play one action in the actor: a text reply, or a tool call or assistant message (a dict)."""
-        return self._call("step", action)
-
-    def render(self) -> Any:
-        return self._call("render")
+        return self._started(self._call("reset", {"seed": seed, "options": options}))
 
     def close(self) -> None:
         """Close the env in its actor and end the actor; safe to call twice."""
@@ -337,26 +295,6 @@ class RayEnv(gym.Env[Any, str]):
             ray.get(actor.close.remote(), timeout=CLOSE_TIMEOUT_S)
         with suppress(Exception):
             ray.kill(actor, no_restart=True)
-
-    # ---- what agentgym envs add -------------------------------------------------------
-
-    def oracle_action(self) -> str:
-        """The command the env's solver plays now."""
-        return self._call("oracle_action")
-
-    def random_action(self, rng: random.Random) -> str:
-        """A random legal command drawn from ``rng``, advanced as the local env would advance it."""
-        action, advanced = self._call("random_action", rng)
-        rng.setstate(advanced.getstate())
-        return action
-
-    def available_actions(self) -> list[str] | None:
-        """The legal commands now, or None where the action set is not enumerable."""
-        return self._call("available_actions")
-
-    def tools(self) -> list[dict[str, Any]] | None:
-        """The env's actions as OpenAI function tools (see docs/tool-calls.md)."""
-        return self._call("tools")
 
     # ---- the actor --------------------------------------------------------------------
 
@@ -381,18 +319,18 @@ class RayEnv(gym.Env[Any, str]):
         self.actor_id: str = description["actor_id"]
         return description
 
-    def _call(self, method: str, *args: Any) -> Any:
+    def _call(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
         if self._actor is None:
             raise gym.error.ResetNeeded(f"the Ray actor of {self.env_id} is gone: call reset() to start a new one")
         where = f"the Ray actor of {self.env_id} (actor {self.actor_id}, pid {self.pid}, node {self.node_id})"
         try:
-            return ray.get(getattr(self._actor, method).remote(*args), timeout=self.timeout_s)
+            return ray.get(self._actor.call.remote(name, body), timeout=self.timeout_s)
         except RayActorError as error:
             self.close()
             raise EnvActorDiedError(f"{where} died: {_first_line(error)}") from error
         except GetTimeoutError:
             self.close()
-            raise EnvActorDiedError(f"{where} did not answer {method}() within {self.timeout_s:g} s; killed") from None
+            raise EnvActorDiedError(f"{where} did not answer {name}() within {self.timeout_s:g} s; killed") from None
 
 
 def _first_line(error: Exception) -> str:

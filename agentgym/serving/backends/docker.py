@@ -4,7 +4,7 @@ The env runs in a new container of its family's image (:func:`image_for`; every 
 ``agentgym/core:latest`` now, built by ``bash containers/build.sh``). The container runs
 ``agentgym serve ENV_ID --uds /run/agentgym/server.sock``: the server listens on a Unix
 socket in a fresh host folder bind-mounted at ``/run/agentgym``, so that no network is
-needed, and ``gym.make`` returns a :class:`~agentgym.remote.RemoteEnv` on that socket which
+needed, and ``gym.make`` returns a :class:`~agentgym.serving.client.RemoteEnv` on that socket which
 owns the container. Episodes are the local env's, as with the ``process`` backend.
 
 * **Isolation**: ``--network none`` (families in :data:`NETWORK_FAMILIES` excepted: none
@@ -55,14 +55,11 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agentgym.backends import remote_env
 from agentgym.registry import env_info
 from agentgym.sandbox import UNPRIVILEGED_GID, UNPRIVILEGED_UID
-
-if TYPE_CHECKING:
-    from agentgym.remote import RemoteEnv
+from agentgym.serving.client import RemoteEnv, open_remote_env
 
 #: The image of every family without its own in :data:`FAMILY_IMAGES`.
 DEFAULT_IMAGE = "agentgym/core:latest"
@@ -121,7 +118,7 @@ def make_docker(env_id: str, kwargs: dict[str, Any]) -> RemoteEnv:
         **{**DEFAULTS, **options},
     )
     # No step limit on the server: gym.make applies TimeLimit on this side.
-    return remote_env(container, env_id, env_kwargs, max_episode_steps=-1, uds=container.uds)
+    return open_remote_env(container, env_id, env_kwargs, max_episode_steps=-1, uds=container.uds)
 
 
 class EnvContainer:

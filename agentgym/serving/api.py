@@ -1,6 +1,6 @@
 """The env server's HTTP API as pydantic models: what each route takes and answers, and its errors.
 
-:func:`agentgym.server.create_app` declares its routes with these models, so the OpenAPI
+:func:`agentgym.serving.server.create_app` declares its routes with these models, so the OpenAPI
 document (``GET /openapi.json``, saved as ``docs/openapi.json``) states every request body,
 every response body and every error status the server really gives, and FastAPI checks each
 request body against its model before the route runs. A request body that does not fit
@@ -9,7 +9,7 @@ gets ``422 InvalidRequest`` (``400 InvalidJSON`` when it is not JSON at all), in
 
 Request fields are strict (JSON types as written: ``"1"`` is not an integer, ``true`` is
 not a number); unknown fields are ignored. Responses are written by the server's own JSON
-encoder (the wire format that :class:`~agentgym.remote.RemoteEnv` reads); these models
+encoder (the wire format that :class:`~agentgym.serving.client.RemoteEnv` reads); these models
 describe them and are not used to serialise them. Imported only by ``create_app``, so the
 client side loads without pydantic.
 """
@@ -329,7 +329,7 @@ SESSION_ERRORS = (404, 500)
 
 
 #: Each session call: its request model (None: no body), its response model, and its errors beyond
-#: :data:`SESSION_ERRORS`. :func:`agentgym.server.create_app` makes one route per entry.
+#: :data:`SESSION_ERRORS`. :func:`agentgym.serving.server.create_app` makes one route per entry.
 CALL_ROUTES: dict[str, tuple[type[BaseModel] | None, type[BaseModel], tuple[int, ...], str]] = {
     "reset": (ResetRequest, ResetResponse, (*BODY_ERRORS,), "Start an episode: Gymnasium's reset."),
     "step": (StepRequest, StepResponse, (*BODY_ERRORS, 409), "Play one action: Gymnasium's step."),

@@ -1,4 +1,10 @@
-"""A Gymnasium env whose episodes run on an agentgym env server (``agentgym serve``).
+"""Envs whose episodes run elsewhere: :class:`ProxyEnv`, their base, and :class:`RemoteEnv`,
+a Gymnasium env whose episodes run on an agentgym env server (``agentgym serve``).
+
+Every proxy (a server session here, a Ray actor in :mod:`agentgym.serving.backends.ray`)
+rebuilds the env's interface from its wire description (:func:`~agentgym.serving.wire.describe_env`)
+and plays it through the session calls of :mod:`agentgym.serving.calls`, answered in the wire
+format; a subclass only says how a call travels.
 
 ``RemoteEnv(url, env_id, **kwargs)`` opens a session of ``env_id`` made with ``kwargs`` on
 the server at ``url`` and is then interchangeable with the local env: the same spaces,
@@ -12,7 +18,7 @@ arrays (a screenshot) with the local dtype and shape. Truncation comes from the 
 hands it back advanced, so the draws match the local env's), ``available_actions()``,
 ``splits``, ``task_id`` and ``split``, so the scripted baselines and the eval runner work
 on it. ``gym.make(ID, backend="process")`` and ``backend="docker"`` return one (see
-:mod:`agentgym.backends`); the docker backend's reaches its server through a Unix socket
+:mod:`agentgym.serving.backends`); the docker backend's reaches its server through a Unix socket
 (``uds=``).
 
 Errors: what the server reports as a bad argument, a missing reset or an unsupported
@@ -33,20 +39,18 @@ thread-safe, like an env.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 import httpx
 from gymnasium.envs.registration import EnvSpec
 
 from agentgym.core import TaskSplits
-from agentgym.server import decode_observation, encode_json, space_from_description
-
-if TYPE_CHECKING:
-    from agentgym.backends import ServerHandle
+from agentgym.serving.wire import decode_observation, encode_json, rng_state, set_rng_state, space_from_description
 
 #: First wait before retrying to open a session; doubled on each retry.
 BACKOFF_S = 0.2
@@ -64,7 +68,93 @@ class ServerUnavailableError(ConnectionError):
     """The env server cannot be reached, or the connection broke or timed out during a call."""
 
 
-class RemoteEnv(gym.Env[str, str]):
+class ServerHandle(Protocol):
+    """A server a remote backend started: where it listens, and how to stop it."""
+
+    url: str
+
+    def stop(self) -> None:
+        """Stop the server and release what it holds; safe to call twice."""
+
+
+class ProxyEnv(gym.Env[Any, str], abc.ABC):
+    """An env whose episodes run elsewhere; a subclass says how a session call travels (:meth:`_call`).
+
+    Like a :class:`~agentgym.core.TextEnv` it has ``oracle_action()``, ``random_action(rng)``,
+    ``available_actions()``, ``tools()``, ``splits``, ``task_id`` and ``split``.
+    """
+
+    env_id: str
+    task_id: int | None = None
+    split: str | None = None
+
+    def _adopt(self, description: dict[str, Any], entry_point: str, spec_kwargs: dict[str, Any]) -> None:
+        """Take the env's interface from its wire description."""
+        self.observation_space = space_from_description(description["observation_space"])
+        self.action_space = space_from_description(description["action_space"])
+        self._tools = description.get("tools")
+        # Calls wait on another process: never run them on an event loop.
+        self._metadata = {**description["metadata"], "inline_safe": False}
+        self.render_mode = description["render_mode"]
+        self.splits = TaskSplits(**description["splits"]) if description["splits"] else None
+        self.spec = EnvSpec(
+            id=self.env_id,
+            entry_point=entry_point,
+            max_episode_steps=description["max_episode_steps"],
+            kwargs=spec_kwargs,
+        )
+
+    @abc.abstractmethod
+    def _call(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Run the session call ``name`` with ``body`` where the env is; its answer."""
+
+    @property
+    def metadata(self) -> dict[str, Any]:  # type: ignore[override]
+        """The env's metadata (a property: ``gym.make`` then leaves render modes to the far side)."""
+        return self._metadata
+
+    def _started(self, answer: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """The observation and info of a ``reset`` answer, noting the episode's task."""
+        info = answer["info"]
+        self.task_id, self.split = info.get("task_id"), info.get("split")
+        return decode_observation(answer["observation"]), info
+
+    def step(self, action: str | dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Play one action: a text reply, or a tool call or assistant message (a dict)."""
+        if not isinstance(action, (str, dict)):  # as TextEnv.step reads it
+            action = action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
+        answer = self._call("step", {"action": action})
+        return (
+            decode_observation(answer["observation"]),
+            answer["reward"],
+            answer["terminated"],
+            answer["truncated"],
+            answer["info"],
+        )
+
+    def render(self) -> Any:
+        return self._call("render", {})["render"]
+
+    def oracle_action(self) -> str:
+        """The command the env's solver plays now."""
+        return self._call("oracle_action", {})["action"]
+
+    def random_action(self, rng: random.Random) -> str:
+        """A random legal command drawn from ``rng``, advanced as the local env would advance it."""
+        answer = self._call("random_action", {"rng_state": rng_state(rng)})
+        set_rng_state(rng, answer["rng_state"])
+        return answer["action"]
+
+    def available_actions(self) -> list[str] | None:
+        """The legal commands now, or None where the action set is not enumerable."""
+        return self._call("available_actions", {})["actions"]
+
+    def tools(self) -> list[dict[str, Any]] | None:
+        """The env's actions as OpenAI function tools (see docs/tool-calls.md)."""
+        return self._tools
+
+
+class RemoteEnv(ProxyEnv):
     """An env session on an agentgym server; see the module docstring.
 
     ``max_episode_steps`` is the server-side ``TimeLimit`` (None: the registered one;
@@ -96,8 +186,6 @@ class RemoteEnv(gym.Env[str, str]):
         #: A server this env started and stops when it closes (set by the process and docker backends).
         self.owned_server: ServerHandle | None = None
         self.session_id: str | None = None
-        self.task_id: int | None = None
-        self.split: str | None = None
         self._client = httpx.Client(
             base_url=self.url,
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
@@ -110,24 +198,8 @@ class RemoteEnv(gym.Env[str, str]):
         except BaseException:
             self._client.close()
             raise
-        self.observation_space = space_from_description(description["observation_space"])
-        self.action_space = space_from_description(description["action_space"])
-        self._tools = description.get("tools")
-        # Calls do network I/O: never run them on an event loop.
-        self._metadata = {**description["metadata"], "inline_safe": False}
-        self.render_mode = description["render_mode"]
-        self.splits = TaskSplits(**description["splits"]) if description["splits"] else None
-        self.spec = EnvSpec(
-            id=env_id,
-            entry_point="agentgym.remote:RemoteEnv",
-            max_episode_steps=description["max_episode_steps"],
-            kwargs={"url": self.url, "env_id": env_id, **({"uds": uds} if uds else {}), **kwargs},
-        )
-
-    @property
-    def metadata(self) -> dict[str, Any]:  # type: ignore[override]
-        """The server env's metadata (a property: ``gym.make`` then leaves render modes to the server)."""
-        return self._metadata
+        spec_kwargs = {"url": self.url, "env_id": env_id, **({"uds": uds} if uds else {}), **kwargs}
+        self._adopt(description, "agentgym.serving.client:RemoteEnv", spec_kwargs)
 
     # ---- the Gymnasium API ----------------------------------------------------------
 
@@ -144,25 +216,7 @@ class RemoteEnv(gym.Env[str, str]):
                 raise
             self._open()  # expired or lost in a server restart: a fresh session replays nothing
             answer = self._call("reset", body)
-        info = answer["info"]
-        self.task_id, self.split = info.get("task_id"), info.get("split")
-        return decode_observation(answer["observation"]), info
-
-    def step(self, action: str | dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Play one action on the server: a text reply, or a tool call or assistant message (a dict)."""
-        if not isinstance(action, (str, dict)):  # as TextEnv.step reads it
-            action = action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
-        answer = self._call("step", {"action": action})
-        return (
-            decode_observation(answer["observation"]),
-            answer["reward"],
-            answer["terminated"],
-            answer["truncated"],
-            answer["info"],
-        )
-
-    def render(self) -> str | None:
-        return self._call("render", {})["render"]
+        return self._started(answer)
 
     def close(self) -> None:
         """Close the session (and stop an owned server); safe to call twice."""
@@ -180,28 +234,6 @@ class RemoteEnv(gym.Env[str, str]):
     def address(self) -> str:
         """Where the server is, for messages: its URL, or its Unix socket."""
         return self.url if self.uds is None else f"{self.url} (unix socket {self.uds})"
-
-    # ---- what agentgym envs add -------------------------------------------------------
-
-    def oracle_action(self) -> str:
-        """The command the env's solver plays now."""
-        return self._call("oracle_action", {})["action"]
-
-    def random_action(self, rng: random.Random) -> str:
-        """A random legal command drawn from ``rng``, advanced as the local env would advance it."""
-        version, internal, gauss = rng.getstate()
-        answer = self._call("random_action", {"rng_state": [version, internal, gauss]})
-        version, internal, gauss = answer["rng_state"]
-        rng.setstate((version, tuple(internal), gauss))
-        return answer["action"]
-
-    def available_actions(self) -> list[str] | None:
-        """The legal commands now, or None where the action set is not enumerable."""
-        return self._call("available_actions", {})["actions"]
-
-    def tools(self) -> list[dict[str, Any]] | None:
-        """The env's actions as OpenAI function tools (see docs/tool-calls.md)."""
-        return self._tools
 
     # ---- HTTP -------------------------------------------------------------------------
 
@@ -262,3 +294,14 @@ def _error_from(response: httpx.Response, where: str) -> Exception:
     if kind == "NotImplemented":
         return NotImplementedError(message)
     return RemoteEnvError(f"{kind} from {where}: {message}", type=kind, status=response.status_code)
+
+
+def open_remote_env(server: ServerHandle, env_id: str, kwargs: dict[str, Any], **options: Any) -> RemoteEnv:
+    """A :class:`RemoteEnv` on ``server`` that stops the server when it closes (or fails to open)."""
+    try:
+        env = RemoteEnv(server.url, env_id, **options, **kwargs)
+    except BaseException:
+        server.stop()
+        raise
+    env.owned_server = server
+    return env
