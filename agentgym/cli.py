@@ -14,10 +14,10 @@ from pathlib import Path
 import gymnasium as gym
 
 from agentgym.core import observation_text
+from agentgym.evaluation.table import format_table
 from agentgym.registry import UnknownEnvError, env_info, list_commands, list_envs
 from agentgym.serving.server import SERVE_HELP, serve_from_args
 from agentgym.serving.server import add_arguments as add_serve_arguments
-from agentgym.table import format_table
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
 
 
@@ -109,9 +109,9 @@ def _play(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from agentgym.leaderboard import collect, format_terminal
-    from agentgym.runner import EvalItem
-    from agentgym.suites import load_suite
+    from agentgym.evaluation.leaderboard import collect, format_terminal
+    from agentgym.evaluation.runner import EvalItem
+    from agentgym.evaluation.suites import load_suite
 
     if bool(args.env) == bool(args.suite):
         raise UsageError("give --env ID (repeatable) or --suite NAME, not both")
@@ -159,8 +159,8 @@ def _eval_policy(
 
     from tqdm import tqdm
 
+    from agentgym.evaluation.runner import run_eval
     from agentgym.llm.policies import make_policy, parse_spec
-    from agentgym.runner import run_eval
 
     policy = make_policy(spec, **_policy_options(args, parse_spec(spec)[0]))
     out = out or base / _slug(policy.name)
@@ -212,7 +212,7 @@ def _arena(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from agentgym.arena import format_ratings, ratings, run_arena
+    from agentgym.evaluation.arena import format_ratings, ratings, run_arena
 
     specs = args.policy or []
     out = Path(args.out) if args.out else Path("results") / "arena" / _slug(args.game)
@@ -253,7 +253,7 @@ def _arena(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from agentgym.leaderboard import (
+    from agentgym.evaluation.leaderboard import (
         LeaderboardError,
         collect,
         format_markdown,
@@ -422,7 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser(command.name, help=command.help, add_help=False)
     # `main` hands `train`'s arguments to agentgym.train.cli (imported only then: it needs torch).
     commands.add_parser("train", help="train a policy with GRPO, PPO or GiGPO from a YAML config", add_help=False)
-    # `main` hands `fingerprint`'s arguments to agentgym.fingerprint.
+    # `main` hands `fingerprint`'s arguments to agentgym.evaluation.fingerprint.
     commands.add_parser("fingerprint", help="task-set fingerprints of env ids: compute, --check or --write", add_help=False)
     # `main` hands `mcp`'s arguments to agentgym.integrations.mcp (imported only then: it needs the mcp SDK).
     commands.add_parser("mcp", help="serve an env to MCP clients (stdio or streamable HTTP)", add_help=False)
@@ -463,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return train(argv[1:])
     if argv and argv[0] == "fingerprint":
-        from agentgym.fingerprint import main as fingerprint
+        from agentgym.evaluation.fingerprint import main as fingerprint
 
         return fingerprint(argv[1:])
     if argv and argv[0] == "mcp":

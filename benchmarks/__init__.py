@@ -1,1 +1,1 @@
-"""Benchmark suites (``*.yaml``, installed as ``agentgym.benchmarks``) and performance benchmarks."""
+"""Performance benchmarks (run from a checkout; not installed) and their results in ``results/``."""

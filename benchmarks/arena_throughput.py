@@ -34,9 +34,9 @@ from typing import Any
 from recording import record
 
 import agentgym
-from agentgym.arena import run_arena, schedule
+from agentgym.evaluation.arena import run_arena, schedule
 from agentgym.multiagent import make_game
-from agentgym.runner import stable_seed
+from agentgym.evaluation.runner import stable_seed
 
 #: (game, strong player, default games); the other player is ``random``.
 PAIRINGS = [

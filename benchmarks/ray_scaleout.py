@@ -31,7 +31,7 @@ from recording import record
 from agentgym.llm.policies import OraclePolicy
 from agentgym.llm.policies.base import Episode, Message, Reply
 from agentgym.serving.backends.ray import connect
-from agentgym.runner import EvalItem, run_eval
+from agentgym.evaluation.runner import EvalItem, run_eval
 
 ACTORS = (1, 2, 4, 8)
 #: Small enough that eight actors fit on two cores.

@@ -20,7 +20,7 @@ import gymnasium as gym
 from recording import record
 
 from agentgym.llm.policies import OraclePolicy
-from agentgym.runner import EvalItem, plan, run_eval
+from agentgym.evaluation.runner import EvalItem, plan, run_eval
 
 
 def direct(item: EvalItem) -> tuple[int, float]:

@@ -46,7 +46,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import agentgym  # noqa: E402,F401  (registers the envs)
 from agentgym.llm.policies import OraclePolicy, Policy, RandomPolicy  # noqa: E402
-from agentgym.runner import EvalItem, run_eval  # noqa: E402
+from agentgym.evaluation.runner import EvalItem, run_eval  # noqa: E402
 from agentgym.train.config import AlgorithmConfig, EnvConfig, ModelConfig, RolloutConfig, TrainConfig  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402
 from agentgym.wrappers.chat import ChatWrapper  # noqa: E402

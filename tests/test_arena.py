@@ -16,10 +16,10 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
-from agentgym.arena import bradley_terry, ratings, run_arena, schedule
 from agentgym.cli import main
+from agentgym.evaluation.arena import bradley_terry, ratings, run_arena, schedule
+from agentgym.evaluation.results import EPISODES_FILE, read_episodes
 from agentgym.multiagent import GameEnv
-from agentgym.results import EPISODES_FILE, read_episodes
 
 
 def test_schedule_swaps_seats_and_shares_seeds_within_a_pair_of_games() -> None:

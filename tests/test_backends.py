@@ -22,8 +22,8 @@ import agentgym
 from agentgym.core import TextEnv
 from agentgym.llm.policies import OraclePolicy, RandomPolicy
 from agentgym.registry import inline_safe
-from agentgym.results import read_episodes
-from agentgym.runner import EvalItem, run_eval
+from agentgym.evaluation.results import read_episodes
+from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import agentgym
 from agentgym.core import TextEnv
-from agentgym.fingerprint import check_fingerprint
+from agentgym.evaluation.fingerprint import check_fingerprint
 from agentgym.utils import HOSTILE_REPLIES, check_replies, check_text_env
 from agentgym.utils.env_checker import spread_task_ids
 
@@ -81,7 +81,7 @@ def test_families_are_registered() -> None:
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_contract_and_fingerprint(env_id: str) -> None:
-    """check_text_env passes, and the id's tasks still have their recorded fingerprint (agentgym/fingerprints.json)."""
+    """check_text_env passes, and the id's tasks still have their recorded fingerprint (agentgym/evaluation/fingerprints.json)."""
     env = shared_env(env_id)
     report = check_text_env(env, **check_budget(env_id))
     assert {"gymnasium", "spaces", "info-keys", "never-raises", "determinism", "truncation"} <= set(report.checked)

@@ -1,4 +1,4 @@
-"""Task-set fingerprints (agentgym/fingerprint.py, agentgym/fingerprints.json).
+"""Task-set fingerprints (agentgym/evaluation/fingerprint.py, agentgym/evaluation/fingerprints.json).
 
 Every id's fingerprint is recomputed on the env the contract test already made
 (tests/test_contract.py::test_contract_and_fingerprint); these tests check the record, that a
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 import agentgym
-from agentgym import fingerprint
 from agentgym.environments.sokoban.env import SokobanEnv
-from agentgym.fingerprint import (
+from agentgym.evaluation import fingerprint
+from agentgym.evaluation.fingerprint import (
     FingerprintChanged,
     check_fingerprint,
     env_fingerprint,
@@ -29,9 +29,9 @@ from agentgym.fingerprint import (
     recorded_fingerprints,
     task_sample,
 )
+from agentgym.evaluation.results import read_run
+from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import RandomPolicy
-from agentgym.results import read_run
-from agentgym.runner import EvalItem, run_eval
 
 HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -84,7 +84,7 @@ def test_fingerprints_do_not_depend_on_the_process() -> None:
     """A fresh interpreter with another hash seed computes the recorded fingerprints (and loads no env at import)."""
     ids = ["Sokoban-v0", "Wordle-v0", "TicTacToe-vs-Minimax-v0", "TextCraft-v0"]
     code = (
-        "import sys\nfrom agentgym.fingerprint import env_fingerprint\n"
+        "import sys\nfrom agentgym.evaluation.fingerprint import env_fingerprint\n"
         "for env_id in sys.argv[1:]: print(env_fingerprint(env_id))"
     )
     output = subprocess.run(

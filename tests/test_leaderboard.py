@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from leaderboard_runs import episode, four_runs, write_arena, write_folder, write_training
 
-from agentgym.leaderboard import (
+from agentgym.evaluation.leaderboard import (
     LeaderboardError,
     busy_time,
     collect,
@@ -22,7 +22,7 @@ from agentgym.leaderboard import (
     load_prices,
     parse_price,
 )
-from agentgym.stats import macro_interval, wilson_interval
+from agentgym.evaluation.stats import macro_interval, wilson_interval
 from agentgym.wrappers.screenshots import ScreenshotRecorder
 
 
@@ -321,8 +321,8 @@ def test_screenshot_recorder_saves_each_observation_as_png(tmp_path: Path) -> No
 def test_runner_records_screenshots_of_desktop_episodes(tmp_path: Path) -> None:
     import asyncio
 
+    from agentgym.evaluation.runner import EvalItem, run_eval
     from agentgym.llm.policies import make_policy
-    from agentgym.runner import EvalItem, run_eval
 
     asyncio.run(run_eval("oracle", make_policy("oracle"), [EvalItem("Desktop-v0", 1)], tmp_path / "run"))
     (record,) = [json.loads(line) for line in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()]

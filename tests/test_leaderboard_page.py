@@ -23,7 +23,7 @@ from leaderboard_runs import (
     write_training,
 )
 
-from agentgym.leaderboard import CHUNK_EPISODES, LeaderboardError, write_html
+from agentgym.evaluation.leaderboard import CHUNK_EPISODES, LeaderboardError, write_html
 
 
 def open_page(browser: Any, url: str) -> tuple[Any, list[str], list[str]]:

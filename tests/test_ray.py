@@ -31,8 +31,8 @@ import agentgym
 from agentgym.llm.policies import OraclePolicy, RandomPolicy
 from agentgym.llm.policies.base import Episode, Message, Reply
 from agentgym.llm.policies.openai_compat import OpenAIPolicy
-from agentgym.results import read_episodes
-from agentgym.runner import EvalItem, run_eval
+from agentgym.evaluation.results import read_episodes
+from agentgym.evaluation.runner import EvalItem, run_eval
 
 NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
 #: Record fields that differ between two plays of the same episode (timings, where it ran).

@@ -16,11 +16,11 @@ import pytest
 
 import agentgym
 from agentgym.core import TaskSplits, TextEnv
+from agentgym.evaluation.results import EPISODES_FILE, read_episodes, read_run
+from agentgym.evaluation.runner import EvalItem, plan, run_eval
 from agentgym.llm.policies import OraclePolicy, RandomPolicy
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
 from agentgym.registry import env_info
-from agentgym.results import EPISODES_FILE, read_episodes, read_run
-from agentgym.runner import EvalItem, plan, run_eval
 
 
 class CountdownEnv(TextEnv):
@@ -239,7 +239,7 @@ def test_kill_9_during_eval_then_resume_completes_without_duplicates(tmp_path: P
 
 def test_suites_cover_every_registered_env() -> None:
     """full: every id; quick: every family; ALFWorld-v0 (the user's game files) has a suite of its own."""
-    from agentgym.suites import load_suite, suite_names
+    from agentgym.evaluation.suites import load_suite, suite_names
 
     assert {"quick", "full", "alfworld"} <= set(suite_names())
     offline = [info for info in agentgym.list_envs() if info.family not in ("test", "alfworld")]

@@ -16,7 +16,7 @@ import agentgym  # noqa: F401  (registers the envs)
 from agentgym.llm.policies import OraclePolicy
 from agentgym.llm.policies.base import Reply
 from agentgym.llm.policies.openai_compat import OpenAIPolicy
-from agentgym.runner import EvalItem, run_eval
+from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.tool_parsing import assistant_message, parse_tool_calls, template_messages
 from agentgym.wrappers.chat import DEFAULT_TOOLS_SYSTEM_PROMPT, NOT_EXECUTED, ChatWrapper
 
@@ -271,7 +271,7 @@ def test_eval_of_a_tiny_model_in_tools_format_on_three_families(
         # The random model's replies are text or calls; either way the env answered them.
         for turn in record["turns"]:
             assert isinstance(turn["invalid_action"], bool)
-    from agentgym.leaderboard import collect, format_markdown
+    from agentgym.evaluation.leaderboard import collect, format_markdown
 
     rows = [line for line in format_markdown(collect([tmp_path])).splitlines() if "| tiny-tools |" in line]
     assert len(rows) >= 3 and all("| tools |" in row for row in rows)  # the leaderboard shows the format

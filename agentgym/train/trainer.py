@@ -28,10 +28,10 @@ import torch
 from torch import nn
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from agentgym.evaluation.runner import EvalItem, run_eval, stable_seed
 from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams, autocast
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
 from agentgym.registry import env_info
-from agentgym.runner import EvalItem, run_eval, stable_seed
 from agentgym.train.advantages import gae, gigpo_advantages, grpo_advantages, whiten
 from agentgym.train.config import TrainConfig, to_dict
 from agentgym.train.loss import aggregate, clipped_policy_loss, kl_k3, token_logprobs_and_entropy, value_loss

@@ -12,7 +12,7 @@ A suite file::
         kwargs: {is_slippery: true}
         episodes: 20
 
-``load_suite("quick")`` reads ``benchmarks/quick.yaml`` shipped with agentgym;
+``load_suite("quick")`` reads ``agentgym/evaluation/suites/quick.yaml`` (package data);
 a path to a ``.yaml`` file works too.
 """
 
@@ -25,8 +25,8 @@ from typing import Any
 
 import yaml
 
+from agentgym.evaluation.runner import EvalItem
 from agentgym.registry import env_info
-from agentgym.runner import EvalItem
 
 ITEM_KEYS = {"env", "split", "episodes", "max_turns", "kwargs"}
 
@@ -40,7 +40,7 @@ class Suite:
 
 def suite_names() -> list[str]:
     """The suites shipped with agentgym."""
-    folder = resources.files("agentgym.benchmarks")
+    folder = resources.files("agentgym.evaluation") / "suites"
     return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
 
 
@@ -50,7 +50,7 @@ def load_suite(name_or_path: str) -> Suite:
     if path.suffix in (".yaml", ".yml") or path.exists():
         text, name = path.read_text(), path.stem
     else:
-        entry = resources.files("agentgym.benchmarks") / f"{name_or_path}.yaml"
+        entry = resources.files("agentgym.evaluation") / "suites" / f"{name_or_path}.yaml"
         if not entry.is_file():
             raise ValueError(f"unknown suite {name_or_path!r}; shipped suites: {', '.join(suite_names())}")
         text, name = entry.read_text(), name_or_path

@@ -37,10 +37,10 @@ from typing import Any
 import gymnasium as gym
 
 import agentgym
-from agentgym.fingerprint import recorded_fingerprint
+from agentgym.evaluation.fingerprint import recorded_fingerprint
+from agentgym.evaluation.results import ResultsFolder, episode_key
 from agentgym.llm.policies.base import Episode, Policy
 from agentgym.registry import env_info, inline_safe
-from agentgym.results import ResultsFolder, episode_key
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat, ChatWrapper
 from agentgym.wrappers.screenshots import ScreenshotRecorder
 
@@ -469,7 +469,7 @@ def run_description(
         "history_window": history_window,
         "action_format": action_format,
         "items": [asdict(item) for item in items],
-        # Each id's committed task-set fingerprint (None: exempt or unrecorded); see agentgym.fingerprint.
+        # Each id's committed task-set fingerprint (None: exempt or unrecorded); see agentgym.evaluation.fingerprint.
         "env_fingerprints": {item.env: recorded_fingerprint(item.env) for item in items},
     }
 

@@ -8,8 +8,8 @@ observation's text and instruction and, where the env has an oracle, the oracle'
 :data:`MAX_ORACLE_STEPS` actions with their rewards, terminations and the final success and
 score. Screenshots are not hashed (their text is).
 
-The fingerprints are recorded in ``agentgym/fingerprints.json`` (package data), written by
-``agentgym fingerprint --write`` (or ``python -m agentgym.fingerprint --write``); the
+The fingerprints are recorded in ``agentgym/evaluation/fingerprints.json`` (package data), written by
+``agentgym fingerprint --write`` (or ``python -m agentgym.evaluation.fingerprint --write``); the
 contract test recomputes them and fails on a change. Results record them (``run.json``'s
 ``env_fingerprints``, read from the file, never recomputed at eval time). An env class may
 set ``fingerprint_exempt = "why"`` when its tasks are not ours to pin (ALFWorld's come from

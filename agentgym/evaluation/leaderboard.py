@@ -20,7 +20,7 @@ greedy evaluation joins the leaderboard as ``<training run> @ iteration N``. So
 **Per policy** (:class:`PolicySummary`), the overall rank: the *macro average over
 families* — each family's success is the unweighted mean of its envs' rates, the overall
 success the unweighted mean over families — so that a family of 130 MiniWoB tasks counts
-as much as one Sokoban. Its 95% interval is :func:`agentgym.stats.macro_interval`: the
+as much as one Sokoban. Its 95% interval is :func:`agentgym.evaluation.stats.macro_interval`: the
 normal approximation of that weighted sum of independent per-env rates, each env's
 variance taken at its Agresti-Coull (Wilson-adjusted) rate, so that envs at 0% or 100%
 still count as uncertain. Each family's success has its interval by the same formula.
@@ -60,9 +60,9 @@ from pathlib import Path
 from typing import Any
 
 import agentgym
-from agentgym.results import EPISODES_FILE, RUN_FILE, read_episodes, read_run
-from agentgym.stats import macro_interval, wilson_interval
-from agentgym.table import format_table
+from agentgym.evaluation.results import EPISODES_FILE, RUN_FILE, read_episodes, read_run
+from agentgym.evaluation.stats import macro_interval, wilson_interval
+from agentgym.evaluation.table import format_table
 
 #: Where the HTML template takes the embedded data.
 DATA_MARKER = "<!--agentgym:data-->"
@@ -331,7 +331,7 @@ class ArenaBoard:
 
     game: str
     label: str
-    ratings: list[Any]  #: :class:`agentgym.arena.Rating` rows, best first
+    ratings: list[Any]  #: :class:`agentgym.evaluation.arena.Rating` rows, best first
 
 
 @dataclass(frozen=True)
@@ -700,7 +700,7 @@ def _curve(training: TrainingRun) -> LearningCurve:
 
 
 def _arena(folder: RunFolder) -> ArenaBoard:
-    from agentgym.arena import ratings
+    from agentgym.evaluation.arena import ratings
 
     return ArenaBoard(str(folder.run.get("game", "?")), folder.label, ratings(folder.path))
 
@@ -1210,7 +1210,7 @@ def write_html(
     left behind. Returns the :class:`Leaderboard`, as :func:`collect` would.
     """
     page = Path(page)
-    template = resources.files("agentgym").joinpath("leaderboard.html").read_text(encoding="utf-8")
+    template = resources.files("agentgym.evaluation").joinpath("leaderboard.html").read_text(encoding="utf-8")
     head, tail = template.split(DATA_MARKER)
     name = f"{page.stem}_files"
     files = page.with_name(name)

@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import agentgym
+from agentgym.evaluation.results import ResultsFolder, iter_records, read_run
+from agentgym.evaluation.runner import stable_seed
+from agentgym.evaluation.table import format_table
 from agentgym.llm.policies import Policy, make_policy
 from agentgym.llm.policies.base import Episode
 from agentgym.multiagent import TextGame, make_game
-from agentgym.results import ResultsFolder, iter_records, read_run
-from agentgym.runner import stable_seed
-from agentgym.table import format_table
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
 
 ELO_SCALE = 400 / math.log(10)
