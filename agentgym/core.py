@@ -33,7 +33,6 @@ from __future__ import annotations
 import abc
 import hashlib
 import random
-import re
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -53,6 +52,7 @@ from agentgym.tools import (
     read_action,
     resolve_call,
 )
+from agentgym.utils.text import last_action_line, strip_thinking
 
 T = TypeVar("T")
 Split = Literal["train", "dev", "test"]
@@ -170,8 +170,6 @@ class InvalidAction(Exception):
     """
 
 
-_ACTION_LINE = re.compile(r"^[ \t>*_#`-]*action[*_`]*[ \t]*:(.*)$", re.IGNORECASE | re.MULTILINE)
-_THINK_END = "</think>"
 _WRAPPING = " \t\r\n`*\"'"
 
 
@@ -188,12 +186,8 @@ def split_reply(reply: str) -> tuple[str, str]:
     >>> split_reply("I'll go up.\nAction: up")
     ("I'll go up.", 'up')
     """
-    end_of_thought = reply.rfind(_THINK_END)
-    if end_of_thought >= 0:
-        reply = reply[end_of_thought + len(_THINK_END) :]
-    last = None
-    for last in _ACTION_LINE.finditer(reply):  # noqa: B007  (only the last match counts)
-        pass
+    reply = strip_thinking(reply)
+    last = last_action_line(reply)
     talk, command = ("", reply) if last is None else (reply[: last.start()], last.group(1))
     return talk.strip(), command.strip(_WRAPPING).rstrip(".!").strip(_WRAPPING)
 

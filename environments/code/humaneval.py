@@ -74,6 +74,7 @@ from typing import Any
 from agentgym.core import InvalidAction, TextEnv
 from agentgym.environments.code import HUMANEVAL_SPLITS
 from agentgym.sandbox import Limits, RunResult, Sandbox, SandboxUnavailable, available
+from agentgym.utils.text import fenced_blocks, strip_thinking
 
 #: Seeds the partition of the problems into train/dev/test.
 SPLIT_SEED = "agentgym HumanEval-v0 splits"
@@ -147,22 +148,19 @@ def task_id_of(number: int) -> int:
     return split_order().index(number)
 
 
-_FENCED = re.compile(r"```[ \t]*[\w+.#-]*[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.DOTALL)
-_THINK_END = "</think>"
-
-
 def extract_code(reply: str) -> str:
-    """The submission in a reply: the last fenced code block (closed or not), else the whole reply.
+    """The submission in a reply: the last backtick-fenced code block (closed or not), else the whole reply.
 
     Reasoning before a closing ``</think>`` is dropped first.
     """
-    end = reply.rfind(_THINK_END)
-    if end >= 0:
-        reply = reply[end + len(_THINK_END) :]
-    last = None
-    for last in _FENCED.finditer(reply):  # noqa: B007  (only the last block counts)
-        pass
-    code = reply if last is None else last.group(1)
+    reply = strip_thinking(reply)
+    blocks = [
+        block
+        for block in fenced_blocks(reply, after_text=True)
+        # A fence on the reply's last line holds no code.
+        if block.fence.startswith("`") and (block.closed or "\n" in reply[block.start :])
+    ]
+    code = blocks[-1].content if blocks else reply
     return code.strip("\n").rstrip()
 
 

@@ -50,6 +50,7 @@ import base64
 import os
 import random
 import re
+from fractions import Fraction
 
 from agentgym.core import InvalidAction, TextEnv, quote
 from agentgym.environments.code import BASH_SPLITS
@@ -57,6 +58,7 @@ from agentgym.environments.code.bash.checking import answer_matches, compare_tre
 from agentgym.environments.code.bash.tasks import TEMPLATES, BashTask
 from agentgym.environments.code.bash.tree import Tree, base_tree
 from agentgym.sandbox import WORK, Limits, Sandbox
+from agentgym.utils.text import elide, fenced_blocks, last_action_line, strip_thinking
 
 # ---- limits and output -----------------------------------------------------------------------
 
@@ -67,6 +69,8 @@ MAX_COMMAND_BYTES = 100_000
 #: How much of stdout and of stderr an observation shows (head and tail around an elision).
 STDOUT_CHARS = 4_000
 STDERR_CHARS = 2_000
+#: How much of a cut output is its head.
+HEAD_SHARE = Fraction(2, 3)
 
 _CWD_MARK = "\x1eAGENTGYM-CWD\x1e"
 #: Runs the agent's command in the directory where the last one ended, then reports where it ended.
@@ -76,18 +80,10 @@ _WRAPPER = (
 )
 
 
-def elide(text: str, limit: int) -> str:
-    """``text`` cut in the middle to at most about ``limit`` characters, saying how much went."""
-    if len(text) <= limit:
-        return text
-    head, tail = limit * 2 // 3, limit // 3
-    return f"{text[:head]}\n[... {len(text) - head - tail} characters omitted ...]\n{text[-tail:]}"
-
-
 # ---- the environment ---------------------------------------------------------------------------
 
-_FENCE = re.compile(r"^[ \t]*```[ \t]*(?:bash|sh|shell|console|zsh)?[ \t]*\n(.*?)^[ \t]*```[ \t]*$", re.M | re.S)
-_ACTION = re.compile(r"^[ \t>*_#`-]*action[*_`]*[ \t]*:(.*)$", re.I | re.M)
+#: The info strings of a fenced block that holds a shell command (none counts too).
+SHELL_FENCES = ("", "bash", "sh", "shell", "console", "zsh")
 
 
 def extract_command(reply: str) -> str:
@@ -99,13 +95,13 @@ def extract_command(reply: str) -> str:
     reply. Only surrounding whitespace and one pair of enclosing backticks are removed: quotes
     and a final ``.`` belong to shell syntax.
     """
-    end = reply.rfind("</think>")
-    body = reply[end + len("</think>") :] if end >= 0 else reply
-    blocks = list(_FENCE.finditer(body))
-    actions = list(_ACTION.finditer(body))
-    action = actions[-1] if actions else None
-    if blocks and (action is None or blocks[-1].start() > action.start() or not action.group(1).strip()):
-        return blocks[-1].group(1).strip()
+    body = strip_thinking(reply)
+    blocks = [
+        block for block in fenced_blocks(body) if block.closed and block.fence == "```" and block.info in SHELL_FENCES
+    ]
+    action = last_action_line(body)
+    if blocks and (action is None or blocks[-1].start > action.start() or not action.group(1).strip()):
+        return blocks[-1].content.strip()
     command = (action.group(1) if action else body).strip()
     for fence in ("```", "`"):
         if len(command) > 2 * len(fence) and command.startswith(fence) and command.endswith(fence):
@@ -240,9 +236,9 @@ class BashEnv(TextEnv):
             stdout = stdout[: mark - 1] if stdout[mark - 1 : mark] == "\n" else stdout[:mark]
         parts = []
         if stdout:
-            parts.append(elide(stdout, STDOUT_CHARS).rstrip("\n"))
+            parts.append(elide(stdout, STDOUT_CHARS, HEAD_SHARE).rstrip("\n"))
         if stderr:
-            parts.append("[stderr]\n" + elide(stderr, STDERR_CHARS).rstrip("\n"))
+            parts.append("[stderr]\n" + elide(stderr, STDERR_CHARS, HEAD_SHARE).rstrip("\n"))
         if result.limit_hit:
             parts.append(f"[stopped: the {result.limit_hit} limit was hit]")
         parts.append(f"[exit code {result.exit_code}]")

@@ -69,6 +69,7 @@ from agentgym.environments.code.bugfix.domains import DOMAINS
 from agentgym.environments.code.bugfix.repository import Repo, generate_repo
 from agentgym.environments.code.bugfix.tools import (
     MAX_CAT_LINES,
+    MAX_OUTPUT_CHARS,
     MAX_READ_BYTES,
     MAX_SEARCH_FILES,
     MAX_SEARCH_HITS,
@@ -76,7 +77,6 @@ from agentgym.environments.code.bugfix.tools import (
     RUN_TESTS_COMMAND,
     SEARCH_REPLACE,
     TOOL_ALIASES,
-    elide,
     extract_tool_call,
     fence_for,
     fenced_blocks,
@@ -85,6 +85,7 @@ from agentgym.environments.code.bugfix.tools import (
     read_regular,
 )
 from agentgym.sandbox import WORK, Limits, Sandbox, SandboxError
+from agentgym.utils.text import elide
 
 #: Limits of one test run (the suites take well under a second).
 TEST_LIMITS = Limits(wall_s=20.0, cpu_s=10.0, memory_mb=512, processes=32, file_size_mb=16, output_bytes=1_000_000)
@@ -349,7 +350,8 @@ class BugFixEnv(TextEnv):
         self._status = f"Last test run: {summary or 'no tests ran'}."
         if not arguments:
             self._last_run = (self._files_digest(), clean and counts["passed"] == self.repo.test_count)
-        return f"$ python3 run_tests.py {' '.join(selection)}".rstrip() + "\n" + elide(output.rstrip())
+        command = f"$ python3 run_tests.py {' '.join(selection)}".rstrip()
+        return command + "\n" + elide(output.rstrip(), MAX_OUTPUT_CHARS)
 
     def _submit(self) -> str:
         assert self.repo is not None

@@ -11,6 +11,8 @@ import stat
 from typing import Any
 
 from agentgym.core import InvalidAction
+from agentgym.utils import text as reply_text
+from agentgym.utils.text import last_action_line, strip_thinking
 
 MAX_CAT_LINES = 250
 MAX_LINE_CHARS = 400
@@ -20,8 +22,6 @@ MAX_SEARCH_HITS = 60
 MAX_SEARCH_FILES = 500
 MAX_READ_BYTES = 4_000_000
 
-_ACTION = re.compile(r"^[ \t>*_#`-]*action[*_`]*[ \t]*:(.*)$", re.I)
-_FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})[^`]*$")
 SEARCH_REPLACE = re.compile(
     r"^<{5,}[ \t]*SEARCH[ \t]*\n(.*?)\n?^={5,}[ \t]*\n(.*?)\n?^>{5,}[ \t]*REPLACE[ \t]*$", re.M | re.S
 )
@@ -51,50 +51,24 @@ def extract_tool_call(reply: str) -> str:
     reply is the call. The first line (the tool and its arguments) loses surrounding
     whitespace, backticks and asterisks; the lines after it (fenced blocks) are kept as they are.
     """
-    end = reply.rfind("</think>")
-    body = reply[end + len("</think>") :] if end >= 0 else reply
-    lines = body.split("\n")
-    fence, last = "", None
-    for index, line in enumerate(lines):
-        if fence:
-            if line.strip() and set(line.strip()) == {fence[0]} and len(line.strip()) >= len(fence):
-                fence = ""
-            continue
-        opening = _FENCE_OPEN.match(line)
-        if opening:
-            fence = opening.group(1)
-        elif _ACTION.match(line):
-            last = index
-    if last is None:
+    body = strip_thinking(reply)
+    action = last_action_line(body, outside=reply_text.fenced_blocks(body))
+    if action is None:
+        lines = body.split("\n")
         first = next((index for index, line in enumerate(lines) if line.strip()), 0)
         head, rest = lines[first], lines[first + 1 :]
     else:
-        head, rest = _ACTION.match(lines[last]).group(1), lines[last + 1 :]
+        head, rest = action.group(1), body[action.end() :].split("\n")[1:]
     head = head.strip().strip("`*").strip()
     return "\n".join([head, *rest]).rstrip()
 
 
 def fenced_blocks(text: str) -> list[str]:
-    """The contents of the fenced blocks in ``text``, in order (see the module docstring)."""
-    blocks, lines, index = [], text.split("\n"), 0
-    while index < len(lines):
-        opening = _FENCE_OPEN.match(lines[index])
-        if not opening:
-            index += 1
-            continue
-        fence, body = opening.group(1), []
-        index += 1
-        while index < len(lines):
-            stripped = lines[index].strip()
-            if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
-                break
-            body.append(lines[index])
-            index += 1
-        else:
-            raise InvalidAction(f"a fenced block opened with {fence[:10]} is never closed.")
-        blocks.append("\n".join(body))
-        index += 1
-    return blocks
+    """The contents of the fenced blocks in ``text``, in order; a block left open is an invalid action."""
+    blocks = reply_text.fenced_blocks(text)
+    if blocks and not blocks[-1].closed:
+        raise InvalidAction(f"a fenced block opened with {blocks[-1].fence[:10]} is never closed.")
+    return [block.content for block in blocks]
 
 
 def read_regular(path: Any) -> bytes | None:
@@ -130,13 +104,6 @@ def numbered(text: str, first: int, last: int) -> str:
             line = line[:MAX_LINE_CHARS] + f" [... {len(line) - MAX_LINE_CHARS} more characters]"
         out.append(f"{number:>4} | {line}")
     return "\n".join(out)
-
-
-def elide(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    head, tail = limit // 2, limit // 2
-    return f"{text[:head]}\n[... {len(text) - head - tail} characters omitted ...]\n{text[-tail:]}"
 
 
 _SUMMARY = re.compile(r"^=+ (.+?) =+$", re.M)
