@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import random
 import re
@@ -10,6 +11,7 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -24,6 +26,7 @@ pytestmark = pytest.mark.skipif(available("bwrap") is not None, reason=f"no bwra
 
 from agentgym.environments.code.bugfix import (  # noqa: E402
     DOMAINS,
+    TEMPLATES,
     extract_tool_call,
     fenced_blocks,
     generate_repo,
@@ -121,6 +124,21 @@ def test_every_module_has_mutation_candidates() -> None:
     for domain in DOMAINS:
         for name in domain.modules:
             assert len(module_mutations(domain, name)) >= 20, (domain.name, name)
+
+
+def test_template_files_are_the_domains_modules_and_package_data() -> None:
+    """Every template file is a module of its domain (or the runner), valid Python, and in the wheel's globs."""
+    declared = {f"{domain.name}/{name}.py" for domain in DOMAINS for name in domain.modules}
+    found = {path.relative_to(TEMPLATES).as_posix() for path in TEMPLATES.rglob("*.py")}
+    assert found == declared | {"run_tests.py", "close.py"}
+    for path in TEMPLATES.rglob("*.py"):
+        ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    with open(Path(__file__).parents[1] / "pyproject.toml", "rb") as handle:
+        globs = tomllib.load(handle)["tool"]["setuptools"]["package-data"]["agentgym.environments.code.bugfix"]
+    assert {path for pattern in globs for path in map(str, Path(TEMPLATES.parent).glob(pattern))} == {
+        str(path) for path in TEMPLATES.rglob("*.py")
+    }
 
 
 # ---- the mutation really breaks tests, and the fix restores them -------------------------------

@@ -11,10 +11,18 @@ The rules are in :mod:`.env`'s docstring. The parts, each a module:
 * :mod:`.env`: :class:`BugFixEnv`, the tools, the judge and the oracle.
 """
 
-from agentgym.environments.code.bugfix.domains import DOMAINS
+from agentgym.environments.code.bugfix.domains import DOMAINS, TEMPLATES
 from agentgym.environments.code.bugfix.env import BugFixEnv
 from agentgym.environments.code.bugfix.mutations import module_mutations
 from agentgym.environments.code.bugfix.repository import generate_repo
 from agentgym.environments.code.bugfix.tools import extract_tool_call, fenced_blocks
 
-__all__ = ["DOMAINS", "BugFixEnv", "extract_tool_call", "fenced_blocks", "generate_repo", "module_mutations"]
+__all__ = [
+    "DOMAINS",
+    "TEMPLATES",
+    "BugFixEnv",
+    "extract_tool_call",
+    "fenced_blocks",
+    "generate_repo",
+    "module_mutations",
+]
