@@ -18,7 +18,7 @@ register(
 # ---- end of HumanEval-v0 ------------------------------------------------------------------------
 
 # ---- Bash-v0, BugFix-v0, BugFix-Hard-v0 --------------------------------------------------------
-# Generated tasks, so the splits are by task id; see bash.py and bugfix.py.
+# Generated tasks, so the splits are by task id; see bash/ and bugfix/.
 BASH_SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)
 BUGFIX_SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)
 
