@@ -58,29 +58,19 @@ runner's output from inside the test process (as with pytest on SWE-bench).
 from __future__ import annotations
 
 import hashlib
-import os
 import random
-import re
-from typing import Any
 
 from agentgym.core import InvalidAction, TextEnv, quote
 from agentgym.environments.code import BUGFIX_SPLITS
 from agentgym.environments.code.bugfix.domains import DOMAINS
 from agentgym.environments.code.bugfix.repository import Repo, generate_repo
 from agentgym.environments.code.bugfix.tools import (
-    MAX_CAT_LINES,
     MAX_OUTPUT_CHARS,
-    MAX_READ_BYTES,
-    MAX_SEARCH_FILES,
-    MAX_SEARCH_HITS,
-    MAX_WRITE_BYTES,
     RUN_TESTS_COMMAND,
-    SEARCH_REPLACE,
     TOOL_ALIASES,
+    FileTools,
     extract_tool_call,
     fence_for,
-    fenced_blocks,
-    numbered,
     parse_summary,
     read_regular,
 )
@@ -113,6 +103,7 @@ class BugFixEnv(TextEnv):
         self.limits = Limits(**limits) if isinstance(limits, dict) else limits or TEST_LIMITS
         self.sandbox_backend = sandbox_backend
         self.sandbox: Sandbox | None = None
+        self.tools: FileTools | None = None
         self.repo: Repo | None = None
         self._status = "The tests have not been run yet."
         self._last_run: tuple[str, bool] | None = None
@@ -143,6 +134,7 @@ class BugFixEnv(TextEnv):
         if self.sandbox is not None:
             self.sandbox.close()
         self.sandbox = Sandbox(limits=self.limits, backend=self.sandbox_backend)
+        self.tools = FileTools(self.sandbox)
         for path, text in sorted(repo.broken_files().items()):
             self.sandbox.write_file(path, text)
         self._status = "The tests have not been run yet."
@@ -169,7 +161,7 @@ class BugFixEnv(TextEnv):
         return extract_tool_call(reply)
 
     def _execute(self, command: str) -> str:
-        assert self.sandbox is not None and self.repo is not None
+        assert self.tools is not None and self.repo is not None
         head, _, rest = command.partition("\n")
         head = head.strip()
         if not head:
@@ -187,143 +179,17 @@ class BugFixEnv(TextEnv):
         if tool == "submit":
             return self._submit()
         if tool == "ls":
-            return self._ls(argument or ".")
+            return self.tools.ls(argument or ".")
         if tool == "search":
-            return self._search(argument.strip("'\""))
+            return self.tools.search(argument.strip("'\""))
         if not argument:
             raise InvalidAction(f"{tool} needs a file path, e.g. '{tool} {self.repo.mutated_path}'.")
         if tool == "cat":
-            return self._cat(argument)
+            return self.tools.cat(argument)
         path = argument.split()[0].strip("'\"`")
         if tool == "write":
-            return self._write(path, rest)
-        return self._replace(path, rest)
-
-    def _host_path(self, path: str) -> Any:
-        assert self.sandbox is not None
-        try:
-            return self.sandbox.path(path)
-        except (SandboxError, ValueError, OSError) as error:
-            raise InvalidAction(f"{quote(path, 100)} is not a path in the repository ({error}).") from None
-
-    def _read(self, path: str) -> str:
-        """The text of a repository file, for the agent (bad paths are invalid actions)."""
-        host = self._host_path(path)
-        if host.is_dir():
-            raise InvalidAction(f"{quote(path, 100)} is a directory; use ls.")
-        if not host.exists():
-            raise InvalidAction(f"there is no file {quote(path, 100)}.")
-        data = read_regular(host)
-        if data is None:
-            raise InvalidAction(f"cannot read {quote(path, 100)}: not a regular file, or over {MAX_READ_BYTES} bytes.")
-        return data.decode("utf-8", "replace")
-
-    def _ls(self, path: str) -> str:
-        host = self._host_path(path)
-        try:
-            names = sorted(host.iterdir(), key=lambda entry: entry.name)
-        except NotADirectoryError:
-            raise InvalidAction(f"{quote(path, 100)} is a file; use cat.") from None
-        except OSError as error:
-            raise InvalidAction(f"cannot list {quote(path, 100)}: {error.strerror}") from None
-        entries = [entry.name + ("/" if entry.is_dir() and not entry.is_symlink() else "") for entry in names]
-        shown = entries[:200] + ([f"... and {len(entries) - 200} more"] if len(entries) > 200 else [])
-        return f"$ ls {path}\n" + ("\n".join(shown) if shown else "(empty)")
-
-    def _cat(self, argument: str) -> str:
-        parts = argument.split()
-        path = parts[0].strip("'\"`")
-        text = self._read(path)
-        total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-        first, last = 1, MAX_CAT_LINES
-        if len(parts) > 1:
-            bounds = re.fullmatch(r"(\d+)(?:\s*[-:,]\s*(\d+)|\s+(\d+))?", " ".join(parts[1:]))
-            if not bounds:
-                raise InvalidAction("a line range is START-END, e.g. 'cat file.py 40-80'.")
-            first = max(1, int(bounds.group(1)))
-            end = bounds.group(2) or bounds.group(3)
-            last = int(end) if end else first + MAX_CAT_LINES - 1
-            last = min(last, first + MAX_CAT_LINES - 1)
-        if total == 0:
-            return f"{path} is empty."
-        if first > total:
-            raise InvalidAction(f"{quote(path, 100)} has only {total} lines.")
-        body = numbered(text, first, last)
-        note = ""
-        if first > 1 or last < total:
-            note = f"\n(lines {first}-{min(last, total)} of {total}; 'cat {path} START-END' shows other lines)"
-        return f"{path}:\n{elide(body, 20_000)}{note}"
-
-    def _search(self, text: str) -> str:
-        assert self.sandbox is not None
-        if not text:
-            raise InvalidAction("search needs the text to look for, e.g. 'search def median'.")
-        root = str(self.sandbox.workdir)
-        hits, files = [], 0
-        for directory, subdirectories, names in os.walk(root):  # never follows links
-            subdirectories.sort()
-            for name in sorted(names):
-                files += 1
-                data = read_regular(os.path.join(directory, name)) if files <= MAX_SEARCH_FILES else None
-                if data is None:
-                    continue
-                relative = os.path.relpath(os.path.join(directory, name), root)
-                for number, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
-                    if text in line:
-                        hits.append(f"{relative}:{number}: {line.strip()[:200]}")
-        if not hits:
-            return f"No line contains {quote(text, 100)}."
-        shown = hits[:MAX_SEARCH_HITS]
-        more = f"\n... and {len(hits) - len(shown)} more" if len(hits) > len(shown) else ""
-        return f"{len(hits)} lines contain {quote(text, 100)}:\n" + "\n".join(shown) + more
-
-    def _write(self, path: str, rest: str) -> str:
-        assert self.sandbox is not None
-        blocks = fenced_blocks(rest)
-        if len(blocks) != 1:
-            raise InvalidAction(f"write takes exactly one fenced block with the new content (found {len(blocks)}).")
-        content = blocks[0] + "\n" if blocks[0] else ""
-        if len(content.encode("utf-8", "surrogatepass")) > MAX_WRITE_BYTES:
-            raise InvalidAction(f"the content is larger than {MAX_WRITE_BYTES} bytes.")
-        host = self._host_path(path)
-        if host.is_dir():
-            raise InvalidAction(f"{quote(path, 100)} is a directory.")
-        try:
-            self.sandbox.write_file(path, content.encode("utf-8", "replace"))
-        except (SandboxError, OSError, ValueError) as error:
-            raise InvalidAction(f"cannot write {quote(path, 100)}: {error}") from None
-        return f"Wrote {path} ({content.count(chr(10))} lines)."
-
-    def _replace(self, path: str, rest: str) -> str:
-        assert self.sandbox is not None
-        pair = SEARCH_REPLACE.search(rest)
-        if pair:
-            old, new = pair.group(1), pair.group(2)
-        else:
-            blocks = fenced_blocks(rest)
-            if len(blocks) != 2:
-                raise InvalidAction(
-                    f"replace takes two fenced blocks, the old text and the new text (found {len(blocks)})."
-                )
-            old, new = blocks
-        if not old.strip():
-            raise InvalidAction("the old text is empty.")
-        text = self._read(path)
-        count = text.count(old)
-        if count == 0:
-            raise InvalidAction(
-                f"the old text does not occur in {path}; it must match exactly, indentation included "
-                f"(use 'cat {path}' and copy the lines)."
-            )
-        if count > 1:
-            raise InvalidAction(f"the old text occurs {count} times in {path}; add lines around it to pick one.")
-        updated = text.replace(old, new)
-        try:
-            self.sandbox.write_file(path, updated.encode("utf-8", "replace"))
-        except (SandboxError, OSError, ValueError) as error:
-            raise InvalidAction(f"cannot write {quote(path, 100)}: {error}") from None
-        line = text[: text.index(old)].count("\n") + 1
-        return f"Replaced {old.count(chr(10)) + 1} line(s) at line {line} of {path} with {new.count(chr(10)) + 1}."
+            return self.tools.write(path, rest)
+        return self.tools.replace(path, rest)
 
     def _run_suite(self, arguments: list[str]) -> tuple[str, dict[str, int], bool]:
         """Run the runner; (output, counts, whether it exited cleanly)."""
@@ -428,7 +294,7 @@ class BugFixEnv(TextEnv):
     def close(self) -> None:
         if self.sandbox is not None:
             self.sandbox.close()
-            self.sandbox = None
+            self.sandbox = self.tools = None
         super().close()
 
 

@@ -1,6 +1,8 @@
-"""BugFix's tools as text: reading a tool call out of a reply, and formatting what the tools show.
+"""BugFix's tools: reading a tool call out of a reply, and the file tools on the work dir.
 
-See :mod:`agentgym.environments.code.bugfix.env` for the tools themselves and their syntax.
+:class:`FileTools` runs ``ls``, ``cat``, ``search``, ``write`` and ``replace``; the env
+(:mod:`agentgym.environments.code.bugfix.env`) dispatches to them and runs ``run_tests``
+and ``submit`` itself, since those judge the episode.
 """
 
 from __future__ import annotations
@@ -8,11 +10,13 @@ from __future__ import annotations
 import os
 import re
 import stat
+from pathlib import Path
 from typing import Any
 
-from agentgym.core import InvalidAction
+from agentgym.core import InvalidAction, quote
+from agentgym.sandbox import Sandbox, SandboxError
 from agentgym.utils import text as reply_text
-from agentgym.utils.text import last_action_line, strip_thinking
+from agentgym.utils.text import elide, last_action_line, strip_thinking
 
 MAX_CAT_LINES = 250
 MAX_LINE_CHARS = 400
@@ -117,3 +121,142 @@ def parse_summary(output: str) -> dict[str, int]:
         for number, label in re.findall(r"(\d+) (passed|failed|error)", lines[-1]):
             counts[label] = int(number)
     return counts
+
+
+class FileTools:
+    """The file tools on a sandbox's work dir: ls, cat, search, write and replace.
+
+    Each returns the observation text; a bad path or argument raises :class:`InvalidAction`
+    and changes nothing.
+    """
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    def host_path(self, path: str) -> Path:
+        """The host path of ``path`` in the work dir; a path that leads out is an invalid action."""
+        try:
+            return self.sandbox.path(path)
+        except (SandboxError, ValueError, OSError) as error:
+            raise InvalidAction(f"{quote(path, 100)} is not a path in the repository ({error}).") from None
+
+    def read(self, path: str) -> str:
+        """The text of a repository file, for the agent (bad paths are invalid actions)."""
+        host = self.host_path(path)
+        if host.is_dir():
+            raise InvalidAction(f"{quote(path, 100)} is a directory; use ls.")
+        if not host.exists():
+            raise InvalidAction(f"there is no file {quote(path, 100)}.")
+        data = read_regular(host)
+        if data is None:
+            raise InvalidAction(f"cannot read {quote(path, 100)}: not a regular file, or over {MAX_READ_BYTES} bytes.")
+        return data.decode("utf-8", "replace")
+
+    def ls(self, path: str) -> str:
+        """The entries of a directory, directories marked with ``/``."""
+        host = self.host_path(path)
+        try:
+            names = sorted(host.iterdir(), key=lambda entry: entry.name)
+        except NotADirectoryError:
+            raise InvalidAction(f"{quote(path, 100)} is a file; use cat.") from None
+        except OSError as error:
+            raise InvalidAction(f"cannot list {quote(path, 100)}: {error.strerror}") from None
+        entries = [entry.name + ("/" if entry.is_dir() and not entry.is_symlink() else "") for entry in names]
+        shown = entries[:200] + ([f"... and {len(entries) - 200} more"] if len(entries) > 200 else [])
+        return f"$ ls {path}\n" + ("\n".join(shown) if shown else "(empty)")
+
+    def cat(self, argument: str) -> str:
+        """A file with line numbers: ``FILE [START[-END]]``, at most :data:`MAX_CAT_LINES` lines."""
+        parts = argument.split()
+        path = parts[0].strip("'\"`")
+        text = self.read(path)
+        total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        first, last = 1, MAX_CAT_LINES
+        if len(parts) > 1:
+            bounds = re.fullmatch(r"(\d+)(?:\s*[-:,]\s*(\d+)|\s+(\d+))?", " ".join(parts[1:]))
+            if not bounds:
+                raise InvalidAction("a line range is START-END, e.g. 'cat file.py 40-80'.")
+            first = max(1, int(bounds.group(1)))
+            end = bounds.group(2) or bounds.group(3)
+            last = int(end) if end else first + MAX_CAT_LINES - 1
+            last = min(last, first + MAX_CAT_LINES - 1)
+        if total == 0:
+            return f"{path} is empty."
+        if first > total:
+            raise InvalidAction(f"{quote(path, 100)} has only {total} lines.")
+        body = numbered(text, first, last)
+        note = ""
+        if first > 1 or last < total:
+            note = f"\n(lines {first}-{min(last, total)} of {total}; 'cat {path} START-END' shows other lines)"
+        return f"{path}:\n{elide(body, 20_000)}{note}"
+
+    def search(self, text: str) -> str:
+        """Every line of the repository that holds ``text``."""
+        if not text:
+            raise InvalidAction("search needs the text to look for, e.g. 'search def median'.")
+        root = str(self.sandbox.workdir)
+        hits, files = [], 0
+        for directory, subdirectories, names in os.walk(root):  # never follows links
+            subdirectories.sort()
+            for name in sorted(names):
+                files += 1
+                data = read_regular(os.path.join(directory, name)) if files <= MAX_SEARCH_FILES else None
+                if data is None:
+                    continue
+                relative = os.path.relpath(os.path.join(directory, name), root)
+                for number, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
+                    if text in line:
+                        hits.append(f"{relative}:{number}: {line.strip()[:200]}")
+        if not hits:
+            return f"No line contains {quote(text, 100)}."
+        shown = hits[:MAX_SEARCH_HITS]
+        more = f"\n... and {len(hits) - len(shown)} more" if len(hits) > len(shown) else ""
+        return f"{len(hits)} lines contain {quote(text, 100)}:\n" + "\n".join(shown) + more
+
+    def write(self, path: str, rest: str) -> str:
+        """Replace (or create) ``path`` with the one fenced block in ``rest``."""
+        blocks = fenced_blocks(rest)
+        if len(blocks) != 1:
+            raise InvalidAction(f"write takes exactly one fenced block with the new content (found {len(blocks)}).")
+        content = blocks[0] + "\n" if blocks[0] else ""
+        if len(content.encode("utf-8", "surrogatepass")) > MAX_WRITE_BYTES:
+            raise InvalidAction(f"the content is larger than {MAX_WRITE_BYTES} bytes.")
+        host = self.host_path(path)
+        if host.is_dir():
+            raise InvalidAction(f"{quote(path, 100)} is a directory.")
+        try:
+            self.sandbox.write_file(path, content.encode("utf-8", "replace"))
+        except (SandboxError, OSError, ValueError) as error:
+            raise InvalidAction(f"cannot write {quote(path, 100)}: {error}") from None
+        return f"Wrote {path} ({content.count(chr(10))} lines)."
+
+    def replace(self, path: str, rest: str) -> str:
+        """Replace the one occurrence of an old text (first block, or aider's SEARCH part) by the new one."""
+        pair = SEARCH_REPLACE.search(rest)
+        if pair:
+            old, new = pair.group(1), pair.group(2)
+        else:
+            blocks = fenced_blocks(rest)
+            if len(blocks) != 2:
+                raise InvalidAction(
+                    f"replace takes two fenced blocks, the old text and the new text (found {len(blocks)})."
+                )
+            old, new = blocks
+        if not old.strip():
+            raise InvalidAction("the old text is empty.")
+        text = self.read(path)
+        count = text.count(old)
+        if count == 0:
+            raise InvalidAction(
+                f"the old text does not occur in {path}; it must match exactly, indentation included "
+                f"(use 'cat {path}' and copy the lines)."
+            )
+        if count > 1:
+            raise InvalidAction(f"the old text occurs {count} times in {path}; add lines around it to pick one.")
+        updated = text.replace(old, new)
+        try:
+            self.sandbox.write_file(path, updated.encode("utf-8", "replace"))
+        except (SandboxError, OSError, ValueError) as error:
+            raise InvalidAction(f"cannot write {quote(path, 100)}: {error}") from None
+        line = text[: text.index(old)].count("\n") + 1
+        return f"Replaced {old.count(chr(10)) + 1} line(s) at line {line} of {path} with {new.count(chr(10)) + 1}."
