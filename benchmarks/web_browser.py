@@ -48,8 +48,8 @@ from recording import record
 from web_browser_browsergym import MAX_STEPS, rounds
 
 import agentgym  # noqa: F401  (registers MiniWoB-*)
+from agentgym.browser.page import CHROMIUM, LAUNCH_ARGS
 from agentgym.environments.miniwob.env import miniwob_html_dir
-from agentgym.environments.web.browser import CHROMIUM, LAUNCH_ARGS
 
 TASKS = (
     "click-button",

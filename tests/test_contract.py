@@ -26,21 +26,28 @@ ENV_IDS = [info.id for info in agentgym.list_envs()]
 #: the others get a short check_text_env (one determinism task, two oracle tasks, no random replies).
 EPISODE_IDS = set(sampled(ENV_IDS))
 ORACLE_TASKS = 200
-#: Families whose episodes are slow (a JVM, a browser, a desktop) play fewer oracle tasks here
-#: (the number given) and fewer fuzz examples; their own tests and benchmarks go further.
-SLOW_FAMILIES: dict[str, int] = {
+#: Families (or single ids) whose episodes are slow (a JVM, a browser, a desktop) play fewer oracle
+#: tasks here (the number given) and fewer fuzz examples; their own tests and benchmarks go further.
+SLOW: dict[str, int] = {
     "alfworld": 8,
     "babyai": 60,
     "desktop": 8,
     "miniwob": 10,
     "scienceworld": 20,
     "textworld": 4,
-    "web": 6,
+    "WebShop-Browser-v0": 6,
 }
 #: Games' oracle is a strong player, not a solver that always wins: fewer tasks, only the return checked.
 GAME_ORACLE_TASKS = 10
-FAST_IDS = [env_id for env_id in sampled(ENV_IDS) if agentgym.env_info(env_id).family not in SLOW_FAMILIES]
-SLOW_IDS = [env_id for env_id in sampled(ENV_IDS) if agentgym.env_info(env_id).family in SLOW_FAMILIES]
+
+
+def slow_tasks(env_id: str) -> int | None:
+    """The oracle tasks a slow id plays (its own entry in :data:`SLOW`, else its family's), or None."""
+    return SLOW.get(env_id, SLOW.get(agentgym.env_info(env_id).family))
+
+
+FAST_IDS = [env_id for env_id in sampled(ENV_IDS) if slow_tasks(env_id) is None]
+SLOW_IDS = [env_id for env_id in sampled(ENV_IDS) if slow_tasks(env_id) is not None]
 GAME_IDS = [env_id for env_id in sampled(ENV_IDS) if agentgym.env_info(env_id).family == "multiagent"]
 
 _MADE: dict[tuple, gym.Env] = {}
@@ -69,8 +76,8 @@ def check_budget(env_id: str) -> dict[str, Any]:
         return {"oracle_tasks": GAME_ORACLE_TASKS, "oracle_must_win": False}
     if env_id not in EPISODE_IDS:
         return {"oracle_tasks": 2, "determinism_tasks": 1, "determinism_steps": 10, "random_replies": 0}
-    if family in SLOW_FAMILIES:
-        return {"oracle_tasks": SLOW_FAMILIES[family], "random_replies": 8}
+    if slow_tasks(env_id) is not None:
+        return {"oracle_tasks": slow_tasks(env_id), "random_replies": 8}
     return {"oracle_tasks": ORACLE_TASKS}
 
 

@@ -260,7 +260,7 @@ ORACLE_EPISODES: dict[str, tuple[str, list[int]]] = {
     "alfworld": ("ALFWorld-v0", [0]),
     "textworld": ("TextWorld-Custom-v0", [0]),
     "scienceworld": ("ScienceWorld-v0", [0]),
-    "web": ("WebShop-Browser-v0", [0]),
+    "webshop-browser": ("WebShop-Browser-v0", [0]),
     "miniwob": ("MiniWoB-click-button-v0", [0]),
     "miniwob-type": ("MiniWoB-enter-text-v0", [0]),
     "desktop": ("Desktop-v0", [0]),

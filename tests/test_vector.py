@@ -31,7 +31,7 @@ DESKTOP_TOOLS = ("Xvfb", "openbox", "xdotool", "wmctrl", "xterm", "mousepad", "p
 
 def _missing(family: str) -> str | None:
     """Why a family's system components are missing here (as its own tests skip), or None."""
-    if family in ("miniwob", "web") and not Path("/usr/bin/chromium").exists():
+    if family in ("miniwob", "webshop-browser") and not Path("/usr/bin/chromium").exists():
         return "needs Debian's chromium"
     if family == "desktop" and [tool for tool in DESKTOP_TOOLS if shutil.which(tool) is None]:
         return "missing desktop programs (containers/setup-host.sh)"
@@ -59,7 +59,7 @@ CASES: dict[str, tuple[str, dict[str, Any], int]] = {
     "alfworld": ("ALFWorld-v0", {}, 2),
     "scienceworld": ("ScienceWorld-v0", {}, 2),
     "miniwob": ("MiniWoB-click-button-v0", {"screenshot": True}, 2),
-    "web": ("WebShop-Browser-v0", {}, 2),
+    "webshop-browser": ("WebShop-Browser-v0", {}, 2),
     "desktop": ("Desktop-v0", {}, 2),
 }
 STEPS = 3

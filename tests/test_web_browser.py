@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgym.environments.web.browser import BrowserError, Command, parse_command
+from agentgym.browser.page import BrowserError, Command, parse_command
 
 pytestmark = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
 
@@ -93,7 +93,7 @@ def test_parse_command_rejects(text: str) -> None:
 
 
 def test_live_site_with_checker(site: str) -> None:
-    from agentgym.environments.web.env import LiveSiteEnv
+    from agentgym.browser.env import LiveSiteEnv
 
     env = LiveSiteEnv(site + "/", "Greet Ada.", checker=greeted, screenshot=True)
     observation, info = env.reset()
@@ -114,7 +114,7 @@ def test_live_site_with_checker(site: str) -> None:
 
 
 def test_page_that_never_finishes_loading_is_reported(site: str) -> None:
-    from agentgym.environments.web.env import LiveSiteEnv
+    from agentgym.browser.env import LiveSiteEnv
 
     env = LiveSiteEnv(site + "/", "Wait.", action_timeout_s=1.0, page_timeout_s=3.0)
     env.reset()
@@ -128,7 +128,7 @@ def test_page_that_never_finishes_loading_is_reported(site: str) -> None:
 
 
 def test_crashed_renderer_is_recycled_and_reported(site: str) -> None:
-    from agentgym.environments.web.env import LiveSiteEnv
+    from agentgym.browser.env import LiveSiteEnv
 
     env = LiveSiteEnv(site + "/", "Greet Ada.", checker=greeted)
     env.reset()
@@ -147,7 +147,7 @@ def test_crashed_renderer_is_recycled_and_reported(site: str) -> None:
 
 
 def test_hung_page_and_vanished_element(site: str) -> None:
-    from agentgym.environments.web.env import LiveSiteEnv
+    from agentgym.browser.env import LiveSiteEnv
 
     env = LiveSiteEnv(site + "/", "Greet Ada.", action_timeout_s=1.0, page_timeout_s=3.0)
     observation, _ = env.reset()

@@ -8,7 +8,7 @@ of page time pass (invalid commands none), so animations, delays, the page's own
 
 Observation: ``{"text": ...}`` (+ ``"screenshot"`` with ``screenshot=True``): the utterance,
 the action syntax, the feedback, then the page (without the query and MiniWoB's score board) with
-element ids. Actions: :data:`~agentgym.environments.web.browser.ACTION_SYNTAX`.
+element ids. Actions: :data:`~agentgym.browser.page.ACTION_SYNTAX`.
 
 Reward: MiniWoB ends an episode with a raw reward in [-1, 1] (``WOB_RAW_REWARD_GLOBAL``; -1
 for a wrong answer or the time limit) and the time-decayed one (``WOB_REWARD_GLOBAL``, raw x
@@ -24,11 +24,11 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from agentgym.browser.env import BrowserEnv
+from agentgym.browser.page import BrowserError, Command
 from agentgym.core import TaskSplits
 from agentgym.environments.miniwob import SPLITS, TASK_TIME_LIMITS_MS
 from agentgym.environments.miniwob.oracles import ORACLES, OracleView
-from agentgym.environments.web.browser import BrowserError, Command
-from agentgym.environments.web.env import BrowserEnv
 
 _START_JS = """seed => {
   Math.seedrandom(seed);

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from agentgym.environments.web.browser import Element
+from agentgym.browser.page import Element
 
 if TYPE_CHECKING:
     from agentgym.environments.miniwob.env import MiniWoBEnv

@@ -17,6 +17,15 @@ register(
     max_episode_steps=15,
 )
 
+register(
+    "WebShop-Browser-v0",
+    entry_point="agentgym.environments.webshop.browser:WebShopBrowserEnv",
+    family="webshop",
+    description="WebShop's website in headless Chromium: WebShop-v0's goals and reward, browser commands",
+    splits=SPLITS,
+    max_episode_steps=30,
+)
+
 register_command(
     "webshop-site",
     "agentgym.environments.webshop.website:main",

@@ -71,7 +71,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 #: Actor options of families without an entry in :data:`FAMILY_OPTIONS`: pure-Python envs.
 DEFAULT_OPTIONS: dict[str, Any] = {"num_cpus": 0.25, "memory": 256 * 2**20}
-#: Family -> actor options merged over :data:`DEFAULT_OPTIONS` (custom resources: see the module docstring).
+#: Family (or env id, which wins) -> actor options merged over :data:`DEFAULT_OPTIONS` (custom
+#: resources: see the module docstring).
 FAMILY_OPTIONS: dict[str, dict[str, Any]] = {
     "webshop": {"num_cpus": 0.5, "memory": 512 * 2**20},
     "code": {"num_cpus": 0.5, "memory": 1 * 2**30, "resources": {"bwrap": 1}},
@@ -79,7 +80,7 @@ FAMILY_OPTIONS: dict[str, dict[str, Any]] = {
     "alfworld": {"num_cpus": 1, "memory": 1 * 2**30},
     "textworld": {"num_cpus": 0.5, "memory": 512 * 2**20},
     "miniwob": {"num_cpus": 1, "memory": 1 * 2**30, "resources": {"browser": 1}},
-    "web": {"num_cpus": 1, "memory": 2 * 2**30, "resources": {"browser": 1}},
+    "WebShop-Browser-v0": {"num_cpus": 1, "memory": 2 * 2**30, "resources": {"browser": 1}},
     "desktop": {"num_cpus": 1, "memory": 2 * 2**30, "resources": {"desktop": 1}},
 }
 #: Custom resource -> programs, any one of which gives a node that resource (see :func:`local_resources`).
@@ -137,9 +138,9 @@ def connect(address: str | None = None) -> None:
 
 
 def actor_options(env_id: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The Ray actor options of an env: its family's, then ``overrides``, spread over nodes."""
-    family = env_info(env_id).family
-    options = {"scheduling_strategy": "SPREAD", **DEFAULT_OPTIONS, **FAMILY_OPTIONS.get(family, {})}
+    """The Ray actor options of an env: its id's or family's, then ``overrides``, spread over nodes."""
+    own = FAMILY_OPTIONS.get(env_id, FAMILY_OPTIONS.get(env_info(env_id).family, {}))
+    options = {"scheduling_strategy": "SPREAD", **DEFAULT_OPTIONS, **own}
     return {**options, **(overrides or {})}
 
 

@@ -19,9 +19,9 @@ import re
 import threading
 from typing import Any, ClassVar
 
+from agentgym.browser.env import BrowserEnv
+from agentgym.browser.page import BrowserError, Command
 from agentgym.core import TaskSplits
-from agentgym.environments.web.browser import BrowserError, Command
-from agentgym.environments.web.env import BrowserEnv
 from agentgym.environments.webshop import SPLITS
 
 

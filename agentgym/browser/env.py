@@ -23,8 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 from gymnasium import spaces
 
-from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
-from agentgym.environments.web.browser import (
+from agentgym.browser.page import (
     ACTION_SYNTAX,
     GOTO_SYNTAX,
     BrowserError,
@@ -36,6 +35,7 @@ from agentgym.environments.web.browser import (
     perform,
     serialise,
 )
+from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
 
 _RANDOM_WORDS = ("hello", "42", "Alice", "test", "yes", "blue")
 
@@ -50,6 +50,8 @@ class BrowserEnv(TextEnv):
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    #: The browser commands as tools, beside this module (a family's own ``tools.yaml`` is for its text envs).
+    tool_file: ClassVar[str] = "browser_tools.yaml"
     max_observation_chars: ClassVar[int] = 40_000
     #: CSS selector of the element to serialise (``None``: the whole body) and ones to leave out.
     page_root: ClassVar[str | None] = None
@@ -74,7 +76,7 @@ class BrowserEnv(TextEnv):
         self.action_timeout_s = action_timeout_s
         self.page_timeout_s = page_timeout_s
         self.allow_goto = allow_goto
-        self.toolset = "with_goto" if allow_goto else "default"  # in tools.yaml
+        self.toolset = "with_goto" if allow_goto else "default"  # in browser_tools.yaml
         self.fake_clock = fake_clock
         width, height = self.viewport
         entries: dict[str, spaces.Space] = {"text": UnicodeText(self.max_observation_chars)}
