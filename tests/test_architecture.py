@@ -131,3 +131,9 @@ def test_backend_modules_never_import_the_backend_table() -> None:
     backends = [module for module in CORE_MODULES if module.startswith(table + ".")]
     assert {"local", "process", "docker", "ray"} <= {module.rpartition(".")[2] for module in backends}
     assert [module for module in backends if table in imported_names(CORE_MODULES[module])] == []
+
+
+def test_every_core_folder_with_modules_is_a_package() -> None:
+    """A folder of modules without ``__init__.py`` would be left out of the wheel (setup.py's find_packages)."""
+    folders = {path.parent for path in CORE.rglob("*.py") if "__pycache__" not in path.parts}
+    assert sorted(str(folder.relative_to(ROOT)) for folder in folders if not (folder / "__init__.py").exists()) == []
