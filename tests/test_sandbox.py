@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgym import sandbox as sandbox_module
+from agentgym.sandbox import box as sandbox_module
 from agentgym.sandbox import Limits, RunResult, Sandbox, SandboxError, SandboxUnavailable, available
 
 PROJECT = Path(__file__).resolve().parents[1]
