@@ -231,8 +231,9 @@ class TextEnv(gym.Env[str, str], abc.ABC):
     #: False where the family ships no scripted solver for this task (some MiniWoB++ pages):
     #: ``oracle_action`` then returns a harmless command and the oracle baseline fails there.
     has_oracle: bool = True
-    #: The data file, next to the family's env module, that declares its function tools
-    #: (searched up the class hierarchy; an env without one gets a generic ``act(command)``).
+    #: The data file that declares the family's function tools: beside the env module, or in a
+    #: package enclosing it within the family (a family split into sub-packages keeps one file);
+    #: searched up the class hierarchy; an env without one gets a generic ``act(command)``.
     tool_file: ClassVar[str] = "tools.yaml"
     #: Which toolset of :attr:`tool_file` this class uses.
     toolset: ClassVar[str] = DEFAULT_TOOLSET
@@ -310,7 +311,7 @@ class TextEnv(gym.Env[str, str], abc.ABC):
             for cls in type(self).__mro__:
                 if cls is TextEnv or not issubclass(cls, TextEnv):
                     break
-                found = load_tools(cls.__module__.rpartition(".")[0], self.tool_file, self.toolset)
+                found = _declared_tools(cls.__module__.rpartition(".")[0], self.tool_file, self.toolset)
                 if found is not None:
                     tools = found
                     break
@@ -449,6 +450,20 @@ class TextEnv(gym.Env[str, str], abc.ABC):
         if actions is not None:
             info["available_actions"] = actions
         return info
+
+
+def _declared_tools(package: str, tool_file: str, toolset: str) -> tuple[Tool, ...] | None:
+    """The toolset declared in ``package``'s ``tool_file``, or in the nearest enclosing package's
+    that has one, stopping above a family (``agentgym.environments.<family>``) or a top-level package."""
+    while package:
+        found = load_tools(package, tool_file, toolset)
+        if found is not None:
+            return found
+        parent = package.rpartition(".")[0]
+        if parent in ("", "agentgym", "agentgym.environments"):
+            return None
+        package = parent
+    return None
 
 
 #: Each class's resolved tools, keyed by (class, tool file, toolset).
