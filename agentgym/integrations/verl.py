@@ -1,0 +1,240 @@
+"""agentgym envs as a verl agent loop: ``AgentGymAgentLoop``, registered as ``"agentgym"``.
+
+verl (0.9) rolls out with *agent loops*: an ``AgentLoopWorker`` instantiates the loop named
+by a dataset row's ``agent_name`` (else ``actor_rollout_ref.rollout.agent.default_agent_loop``)
+from its registry, which ``register(name)`` and the YAML list at
+``actor_rollout_ref.rollout.agent.agent_loop_config_path`` fill, and awaits
+``run(sampling_params, **row)``. The loop generates through ``self.server_manager.generate(
+request_id, prompt_ids=..., sampling_params=...)``, which returns the sampled ids (and their
+logprobs) as a ``TokenOutput``, and returns an ``AgentLoopOutput``.
+
+This loop plays one agentgym episode per row, turn by turn, token in and token out:
+
+* the prompt is the env's first chat (``ChatWrapper``: system prompt, first observation;
+  in tools mode rendered with the env's tools), tokenized with the chat template;
+* each turn sends the whole sequence so far as ids; the ids sampled are appended to the
+  response exactly as they came back (mask 1, their logprobs kept) and are only *decoded*
+  to give the env its action (text, or in tools mode the tool calls parsed from it);
+* the env's answer enters as the chat template's delta after the reply (its end of turn,
+  the observation as a user message or tool results, the next generation prompt): mask 0;
+* the episode ends when the env terminates or truncates, after ``max_turns`` replies, or
+  when the response reaches ``rollout.response_length``; ``reward_score`` is the env's
+  ``info["score"]`` (an agentgym episode's return), which verl puts on the last token.
+
+Which env a row plays: its ``extra_info`` keys ``env_id``, ``task_id``, ``seed`` and
+``env_kwargs`` (see :func:`dataset_rows`), else the defaults given in the agent loop's
+config entry (:data:`CONFIG_PATH`). Select the loop with::
+
+    actor_rollout_ref.rollout.agent.agent_loop_config_path=<CONFIG_PATH or a copy>
+    actor_rollout_ref.rollout.agent.default_agent_loop=agentgym
+
+Needs verl, which cannot be installed next to this project's transformers: see
+docs/train-with-verl.md (and :mod:`agentgym.integrations.venvs` for the CPU test's venv).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+from uuid import uuid4
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+from verl.utils.profiler import simple_timer
+
+from agentgym.registry import inline_safe
+from agentgym.tool_parsing import assistant_message
+from agentgym.train.rollout import ChatTokens, chat_env
+from agentgym.wrappers.chat import ACTION_FORMATS, DEFAULT_SYSTEM_PROMPT, ActionFormat, ChatWrapper
+
+#: The name the loop is registered under (a row's ``agent_name``, or ``default_agent_loop``).
+AGENT_NAME = "agentgym"
+#: verl's agent loop config list selecting this loop (``agent_loop_config_path``).
+CONFIG_PATH = Path(__file__).with_name("verl_agent_loop.yaml")
+#: The ``extra_info`` keys of a dataset row this loop reads.
+ROW_KEYS = ("env_id", "task_id", "seed", "env_kwargs")
+
+_T = TypeVar("_T")
+
+
+@register(AGENT_NAME)
+class AgentGymAgentLoop(AgentLoopBase):
+    """Plays an agentgym env through verl's server manager (see the module docstring).
+
+    Config-entry arguments (``hydra.utils.instantiate`` passes them): ``env_id`` and
+    ``env_kwargs`` (defaults for rows that name none), ``action_format`` (``"text"`` or
+    ``"tools"``), ``system_prompt`` (``ChatWrapper``'s), ``max_turns`` (replies per episode,
+    default ``rollout.multi_turn.max_assistant_turns`` or 16) and ``max_tokens_per_turn``
+    (default: whatever the response budget has left). verl's own ``tools`` are not used:
+    an env's tools are the env's.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        env_id: str | None = None,
+        env_kwargs: Mapping[str, Any] | None = None,
+        action_format: ActionFormat = "text",
+        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        max_turns: int | None = None,
+        max_tokens_per_turn: int | None = None,
+        tools: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        if action_format not in ACTION_FORMATS:
+            raise ValueError(f"action_format must be one of {ACTION_FORMATS}, got {action_format!r}")
+        self.env_id = env_id
+        self.env_kwargs = _plain(env_kwargs) or {}
+        self.action_format: ActionFormat = action_format
+        self.system_prompt = system_prompt
+        configured_turns = self.rollout_config.multi_turn.get("max_assistant_turns")
+        self.max_turns = int(max_turns or configured_turns or 16)
+        self.max_tokens_per_turn = max_tokens_per_turn
+        self.response_length = int(self.rollout_config.response_length)
+        # Any special token the model ends a reply with is not repeated by the template's delta.
+        self.chat_tokens = ChatTokens(self.tokenizer, self.tokenizer.all_special_ids)
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        """One episode of the env the row names (``kwargs["extra_info"]``); see the module docstring."""
+        episode = self.episode_spec(kwargs.get("extra_info"))
+        env = chat_env(episode["env_id"], episode["env_kwargs"], self.system_prompt, self.action_format)
+        try:
+            return await self._play(env, episode, dict(sampling_params))
+        finally:
+            env.close()
+
+    def episode_spec(self, extra_info: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The env id, task id, seed and env kwargs of a row: its ``extra_info``, else this loop's defaults."""
+        info = _plain(extra_info) or {}
+        env_id = info.get("env_id") or self.env_id
+        if not env_id:
+            raise ValueError(
+                f"no env to play: give the row extra_info={{'env_id': ...}} or env_id in the {AGENT_NAME!r} "
+                "agent loop's config entry"
+            )
+        task_id, seed, env_kwargs = info.get("task_id"), info.get("seed"), info.get("env_kwargs") or {}
+        if isinstance(env_kwargs, str):  # JSON in parquet rows (an empty struct cannot be stored)
+            env_kwargs = json.loads(env_kwargs)
+        return {
+            "env_id": str(env_id),
+            "env_kwargs": {**self.env_kwargs, **env_kwargs},
+            "task_id": None if task_id is None else int(task_id),
+            "seed": None if seed is None else int(seed),
+        }
+
+    async def _play(
+        self, env: ChatWrapper, episode: dict[str, Any], sampling_params: dict[str, Any]
+    ) -> AgentLoopOutput:
+        metrics: dict[str, Any] = {}
+        options = None if episode["task_id"] is None else {"task_id": episode["task_id"]}
+        messages, info = await self._env_call(env, partial(env.reset, seed=episode["seed"], options=options))
+        prompt_ids = self._cap_text_prompt_length(self.chat_tokens.prompt(messages, env.tools))
+        response_ids: list[int] = []
+        response_mask: list[int] = []
+        logprobs: list[float] | None = [] if sampling_params.get("logprobs") else None
+        request_id = uuid4().hex  # one id per episode: verl's router keeps its turns on one server
+        score, terminated, truncated, replies = float(info.get("score", 0.0)), False, False, 0
+        while replies < self.max_turns:
+            budget = self.response_length - len(response_ids)
+            if budget <= 0:
+                break
+            params = {**sampling_params, "max_tokens": min(budget, self.max_tokens_per_turn or budget)}
+            with simple_timer("generate_sequences", metrics):
+                output = await self.server_manager.generate(
+                    request_id=request_id, prompt_ids=prompt_ids + response_ids, sampling_params=params
+                )
+            sampled = list(output.token_ids)
+            response_ids += sampled
+            response_mask += [1] * len(sampled)
+            if logprobs is not None:
+                logprobs += list(output.log_probs) if output.log_probs else [0.0] * len(sampled)
+            replies += 1
+            history = env.transcript[:]
+            text = self.tokenizer.decode(sampled, skip_special_tokens=True)
+            action = assistant_message(text) if env.tools is not None else text
+            with simple_timer("tool_calls", metrics):
+                _, _, terminated, truncated, info = await self._env_call(env, partial(env.step, action))
+            score = float(info.get("score", score))
+            if terminated or truncated or replies >= self.max_turns:
+                break
+            answer = env.transcript[len(history) + 1 :]
+            delta = self.chat_tokens.delta(history, sampled, answer, env.tools)
+            if len(response_ids) + len(delta) >= self.response_length:
+                break  # no room to reply to this observation: the episode is cut here
+            response_ids += delta
+            response_mask += [0] * len(delta)
+            if logprobs is not None:
+                logprobs += [0.0] * len(delta)
+        length = self.response_length
+        return AgentLoopOutput(
+            prompt_ids=prompt_ids,
+            response_ids=response_ids[:length],
+            response_mask=response_mask[:length],
+            response_logprobs=logprobs[:length] if logprobs is not None else None,
+            reward_score=score,
+            num_turns=sum(message["role"] != "system" for message in env.transcript),
+            metrics=AgentLoopMetrics(**metrics),
+            extra_fields={
+                "env_id": episode["env_id"],
+                "task_id": info.get("task_id", episode["task_id"]),
+                "success": bool(info.get("success", False)),
+                "terminated": bool(terminated),
+                "truncated": not terminated,
+                "replies": replies,
+                # The episode as chat (ChatWrapper's transcript), and the env's numbers for verl's reward logging.
+                "messages": env.transcript,
+                "reward_extra_info": {"success": float(bool(info.get("success", False))), "replies": replies},
+            },
+        )
+
+    async def _env_call(self, env: ChatWrapper, call: Callable[[], _T]) -> _T:
+        """``call()`` inline for pure-Python envs, else on an executor thread (remote backends, browsers)."""
+        if inline_safe(env):
+            return call()
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
+
+def dataset_rows(
+    env_id: str,
+    task_ids: list[int],
+    seeds: list[int] | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    agent_name: str = AGENT_NAME,
+) -> list[dict[str, Any]]:
+    """Rows of a verl RL dataset (write them to parquet) that play ``env_id``'s tasks with this loop.
+
+    ``prompt`` is a placeholder that verl's dataset requires (the env gives the real prompt);
+    ``extra_info`` says which episode to play (``env_kwargs`` as JSON); ``agent_name`` selects the loop.
+    """
+    seeds = seeds if seeds is not None else list(task_ids)
+    if len(seeds) != len(task_ids):
+        raise ValueError("give one seed per task id")
+    return [
+        {
+            "data_source": f"agentgym/{env_id}",
+            "prompt": [{"role": "user", "content": f"{env_id} task {task_id}"}],
+            "agent_name": agent_name,
+            "reward_model": {"style": "rule", "ground_truth": ""},
+            "extra_info": {
+                "index": index,
+                "env_id": env_id,
+                "task_id": int(task_id),
+                "seed": int(seed),
+                "env_kwargs": json.dumps(dict(env_kwargs or {})),
+            },
+        }
+        for index, (task_id, seed) in enumerate(zip(task_ids, seeds))
+    ]
+
+
+def _plain(value: Any) -> Any:
+    """OmegaConf containers (hydra passes config entries as them) as plain dicts and lists."""
+    if value is None or isinstance(value, (dict, list, str, int, float, bool)):
+        return value
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else dict(value)
