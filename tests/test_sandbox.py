@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from agentgym.sandbox import box as sandbox_module
 from agentgym.sandbox import Limits, RunResult, Sandbox, SandboxError, SandboxUnavailable, available
+from agentgym.sandbox import probes as sandbox_probes
 
 PROJECT = Path(__file__).resolve().parents[1]
 README = PROJECT / "README.md"
@@ -152,7 +152,7 @@ def test_limits_validate_and_replace() -> None:
 
 
 def test_missing_bwrap_gives_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox_module, "_checked", {})
+    monkeypatch.setattr(sandbox_probes, "_checked", {})
     real_which = shutil.which
     monkeypatch.setattr(shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
     with pytest.raises(SandboxUnavailable, match=r"bubblewrap \(bwrap\) is not installed: apt-get install bubblewrap"):
