@@ -36,23 +36,49 @@ def test_load_environment_lists_the_split_tasks() -> None:
         load_environment("Sokobn-v0")
 
 
-def test_vf_eval_plays_agentgym_tasks_against_serve_model(
-    tiny_model_with_long_context_path: Path, tmp_path: Path
-) -> None:
-    bin_dir = str(Path(sys.executable).parent)
-    path = bin_dir + os.pathsep + os.environ.get("PATH", "")
+@pytest.fixture(scope="module")
+def bin_path() -> str:
+    """``PATH`` with this environment's scripts first (``vf-eval``, ``uv``)."""
+    path = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     if shutil.which("uv", path=path) is None:
         pytest.skip("verifiers' null harness prepares its chat program with uv: pip install uv")
+    return path
+
+
+def test_vf_eval_finds_the_installed_taskset_package() -> None:
+    """verifiers' own loader resolves the id to the top-level module the agentgym distribution installs."""
+    from verifiers.v1.utils.loaders import environment_class, taskset_class
+
+    from agentgym.integrations.verifiers import TASKSET_ID, AgentGymEnv, AgentGymTaskset
+
+    assert taskset_class(TASKSET_ID) is AgentGymTaskset
+    assert environment_class(TASKSET_ID) is AgentGymEnv
+
+
+def test_vf_eval_plays_agentgym_tasks_against_serve_model(
+    tiny_model_with_long_context_path: Path, tmp_path: Path, bin_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentgym.integrations.verifiers import prepare_chat_program
+
+    # Ahead of the run (this step may download the chat program's dependencies once) ...
+    monkeypatch.setenv("PATH", bin_path)
+    (script,) = prepare_chat_program()
+    assert script.with_name(script.name + ".lock").is_file()
+    # ... so that the run itself reaches no index: every proxy is a closed port, loopback excepted.
+    dead = "http://127.0.0.1:9"
+    offline = {name: dead for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")}
+    offline |= {"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
     app = create_app(Generator.from_pretrained(tiny_model_with_long_context_path, device="cpu"), MODEL)
     num_tasks, max_turns = 2, 2
     with serving_in_thread(app) as url:
-        # vf-eval's own main(), with the taskset module importable by its id (see the module docstring).
-        command = [sys.executable, "-m", "agentgym.integrations.verifiers", "agentgym-verifiers"]
+        # verifiers' own console script, as its users run it.
+        command = [str(Path(sys.executable).with_name("vf-eval")), "agentgym-verifiers"]
         command += ["--env.taskset.env", "Sokoban-v0", "--env.taskset.num-tasks", str(num_tasks)]
         command += ["--env.taskset.max-turns", str(max_turns), "--model", MODEL, "--client.base-url", url + "/v1"]
         command += ["--sampling.max-tokens", "12", "--sampling.temperature", "1.0", "--no-push", "--no-rich"]
         command += ["-o", str(tmp_path), "--run.dir", "run"]
-        done = subprocess.run(command, env={**os.environ, "PATH": path}, capture_output=True, text=True, timeout=240)
+        environment = {**os.environ, **offline, "PATH": bin_path}
+        done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-4000:]
     episodes = [json.loads(line) for line in (tmp_path / "run" / "traces.jsonl").read_text().splitlines()]
     assert len(episodes) == num_tasks

@@ -17,25 +17,29 @@ Python::
     from agentgym.integrations.verifiers import load_environment
     env = load_environment("Sokoban-v0", num_tasks=10, max_turns=20)
 
-verifiers resolves a taskset by an importable module name, and this module's name
-(``agentgym.integrations.verifiers``) is dotted, which its loader cannot import; so importing
-this module also registers it as the module ``agentgym_verifiers`` (taskset id
-:data:`TASKSET_ID`). ``python -m agentgym.integrations.verifiers ARGS`` is ``vf-eval ARGS``
-with that done first::
+verifiers' own CLI finds it by the taskset id :data:`TASKSET_ID`: verifiers imports an id
+as a top-level module, and the agentgym distribution installs ``agentgym_verifiers``
+(``agentgym/integrations/agentgym_verifiers/``), which re-exports this module's classes::
 
-    python -m agentgym.integrations.verifiers agentgym-verifiers \\
+    vf-eval agentgym-verifiers \\
         --env.taskset.env Sokoban-v0 --env.taskset.num-tasks 10 --env.taskset.max-turns 20 \\
         --model NAME --client.base-url http://127.0.0.1:8000/v1 --no-push
 
 The player defaults to the ``null`` harness in the ``subprocess`` runtime (a chat-only
-program: it runs no model-written code). verifiers prepares that program with ``uv``
-(``uv sync --script``), so ``uv`` must be on ``PATH`` and its dependencies installable.
+program: it runs no model-written code). verifiers prepares that program at the first
+rollout of every run with ``uv sync --script`` (``uv`` must be on ``PATH``), which resolves
+its dependencies against PyPI each time unless a lockfile sits beside the script.
+:func:`prepare_chat_program` (``python -m agentgym.integrations.verifiers``) does verifiers'
+own preparation ahead and locks the script, so runs after it need no index.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import verifiers.v1 as vf
@@ -47,7 +51,6 @@ from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
 
 #: The taskset id verifiers resolves to this module (``--env.taskset.id``, ``vf-eval ID``).
 TASKSET_ID = "agentgym-verifiers"
-_MODULE_ALIAS = TASKSET_ID.replace("-", "_")
 
 
 class AgentGymTasksetConfig(vf.TasksetConfig):
@@ -173,22 +176,51 @@ def load_environment(
     return AgentGymEnv(AgentGymEnvConfig(taskset=taskset))
 
 
-__all__ = ["AgentGymEnv", "AgentGymTaskset", "load_environment"]
+def prepare_chat_program(harness: str = "null") -> list[Path]:
+    """Prepare verifiers' chat program for the ``subprocess`` runtime now, and lock it.
 
-if __name__ != "__main__":
-    # verifiers imports a taskset by its id as a plain module name (see the module docstring).
-    sys.modules.setdefault(_MODULE_ALIAS, sys.modules[__name__])
+    Runs the harness's own ``setup`` (verifiers writes its PEP 723 program to
+    ``~/.cache/verifiers/runtimes/scripts/<sha256>.py`` and runs ``uv sync --script`` on it,
+    which fetches the program's dependencies, ``openai``, ``mcp``, ``httpx``, ... from the
+    index uv is configured with, PyPI by default), then ``uv lock --script`` writes the
+    resolution beside the script. With that lockfile and the installed environment in place,
+    the ``uv sync --script`` each later run does resolves nothing and downloads nothing.
+    Returns the prepared scripts. Needs ``uv`` on ``PATH`` (verifiers runs it from there).
+    """
+    import asyncio
+
+    from verifiers.v1.configs.harness import HarnessConfig
+    from verifiers.v1.runtimes.subprocess import SubprocessConfig, SubprocessRuntime
+    from verifiers.v1.utils.loaders import load_harness
+
+    uv = shutil.which("uv")
+    if uv is None:
+        raise RuntimeError("uv is not on PATH: verifiers runs its chat program with uv (pip install uv)")
+
+    async def setup() -> list[Path]:
+        runtime = SubprocessRuntime(SubprocessConfig())
+        await runtime.start()
+        try:
+            await load_harness(HarnessConfig(id=harness)).setup(runtime)
+        finally:
+            await runtime.stop()
+        # verifiers keeps the scripts it prepared in this process, by path, in this mapping.
+        return [Path(path) for path in SubprocessRuntime._interpreters]
+
+    scripts = asyncio.run(setup())
+    if not scripts:
+        raise RuntimeError(f"verifiers' {harness!r} harness prepared no uv script")
+    for script in scripts:
+        for command in ("lock", "sync"):
+            done = subprocess.run([uv, command, "--script", str(script), "-q", "--no-config"], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"uv {command} --script {script} failed: {done.stderr.strip()[-2000:]}")
+    return scripts
 
 
-def main(argv: list[str] | None = None) -> None:
-    """``vf-eval`` with this module importable under :data:`TASKSET_ID`."""
-    from verifiers.v1.cli.eval.main import main as vf_eval
-
-    vf_eval(argv)
+__all__ = ["AgentGymEnv", "AgentGymTaskset", "load_environment", "prepare_chat_program"]
 
 
 if __name__ == "__main__":
-    # Run as a script the module is ``__main__``: register the importable module instead.
-    import agentgym.integrations.verifiers as _module
-
-    _module.main()
+    for prepared in prepare_chat_program(*sys.argv[1:2]):
+        print(f"prepared and locked {prepared} ({prepared.name}.lock)")
