@@ -149,3 +149,16 @@ def test_a_tiny_model_plays_episodes_through_the_local_engine(tiny_tool_model_pa
         start, end = response["action_ranges"][0]
         assert all(lp < 0 for lp in response["rollout_log_probs"][start:end])
         assert response["extra_logs"]["steps"] == len(response["action_ranges"])
+
+
+def test_the_examples_in_docs_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = Path(__file__).resolve().parents[1] / "docs" / "train-with-openrlhf.md"
+    agent_file, rows = page.read_text().split("```python\n")[1:3]
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {}
+    exec(compile(agent_file.split("```")[0], "docs/train-with-openrlhf.md", "exec"), namespace)
+    assert namespace["AgentExecutor"] is adapter.AgentGymExecutor
+    exec(compile(rows.split("```")[0], "docs/train-with-openrlhf.md", "exec"), {})
+    lines = (tmp_path / "sokoban_train.jsonl").read_text().splitlines()
+    assert len(lines) == 2000
+    assert lines[0] == rows.split("# ", 1)[1].split("\n")[0]

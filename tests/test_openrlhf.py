@@ -30,7 +30,7 @@ def test_openrlhf_agent_executor_plays_agentgym_envs(tmp_path: Path) -> None:
         [*command, f"--basetemp={tmp_path / 'inner'}"], cwd=TESTS, capture_output=True, text=True, timeout=900
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
-    assert "8 passed" in result.stdout, result.stdout[-2000:]
+    assert "9 passed" in result.stdout, result.stdout[-2000:]
     version = subprocess.run(
         [str(python), "-c", "import importlib.metadata as m; print(m.version('openrlhf'))"],
         capture_output=True,

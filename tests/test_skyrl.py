@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -124,3 +125,10 @@ def test_registry_holds_every_id_and_rejects_unknown_ones() -> None:
         make("Sokoban-v0", 3, action_format="xml")
     with pytest.raises(ValueError, match="unknown settings"):
         skyrl.dataset_rows("Sokoban-v0", temperature=1.0)
+
+
+def test_the_example_in_docs_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    page = Path(__file__).resolve().parents[1] / "docs" / "train-with-skyrl.md"
+    example = page.read_text().split("```python\n")[1].split("```")[0]
+    exec(compile(example, "docs/train-with-skyrl.md", "exec"), {})
+    assert capsys.readouterr().out.split() == ["0.0", "False", "user", "False"]

@@ -7,7 +7,11 @@ One module per protocol, each importing its library (install the matching extra)
 * :mod:`agentgym.integrations.openenv` - OpenEnv's routes on ``agentgym serve`` and an
   OpenEnv client class (``agentgym[openenv]``);
 * :mod:`agentgym.integrations.verifiers` - ``load_environment(env_id, ...)`` for
-  Prime Intellect's verifiers (``agentgym[verifiers]``).
+  Prime Intellect's verifiers (``agentgym[verifiers]``);
+* :mod:`agentgym.integrations.skyrl` - every id as a skyrl-gym text env, ``agentgym:<ID>`` in
+  its registry (``agentgym[skyrl]``; docs/train-with-skyrl.md);
+* :mod:`agentgym.integrations.openrlhf` - ``AgentGymExecutor``, OpenRLHF's multi-turn agent
+  executor (``--train.agent_func_path``; docs/train-with-openrlhf.md).
 
 ``import agentgym`` imports none of them. See docs/integrations.md.
 """

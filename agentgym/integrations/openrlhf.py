@@ -281,12 +281,15 @@ class LocalEngine:
     Returns what OpenRLHF reads of vLLM's ``RequestOutput``: ``outputs[0]`` with
     ``token_ids``, ``text``, ``finish_reason`` and, when ``sampling_params.logprobs`` is
     set, ``logprobs`` (one ``{token_id: Logprob}`` per token). Calls that arrive in the
-    same event-loop turn are decoded as one batch, on a worker thread.
+    same event-loop turn are decoded as one batch, on a worker thread. ``max_new_tokens``
+    caps every completion (OpenRLHF's multi-turn executor asks each turn for all the
+    length budget left).
     """
 
-    def __init__(self, generator: Generator, max_batch_size: int = 64) -> None:
+    def __init__(self, generator: Generator, max_batch_size: int = 64, max_new_tokens: int | None = None) -> None:
         self.generator = generator
         self.max_batch_size = max_batch_size
+        self.max_new_tokens = max_new_tokens
         self.batches = 0
         self._pending: list[_Pending] = []
         self._flush: asyncio.Task[None] | None = None
@@ -297,7 +300,9 @@ class LocalEngine:
         params = SamplingParams(
             temperature=float(getattr(sampling_params, "temperature", 1.0)),
             top_p=float(getattr(sampling_params, "top_p", 1.0)),
-            max_new_tokens=getattr(sampling_params, "max_tokens", None),
+            max_new_tokens=min(
+                filter(None, (getattr(sampling_params, "max_tokens", None), self.max_new_tokens)), default=None
+            ),
             seed=getattr(sampling_params, "seed", None),
         )
         loop = asyncio.get_running_loop()
