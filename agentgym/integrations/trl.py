@@ -1,0 +1,482 @@
+"""Train agentgym envs with TRL's ``GRPOTrainer`` (trl 1.16), multi-turn, rewarded by the env.
+
+TRL's GRPOTrainer offers two hooks for multi-turn episodes, and each action format uses one:
+
+* ``action_format="text"``: ``rollout_func`` (:class:`AgentGymRollout`). Each prompt of
+  the batch is one episode of an agentgym task played by agentgym's own token-in/token-out
+  rollout (:func:`agentgym.train.rollout.play_episodes`, ``ChatWrapper`` messages: system
+  prompt, observations as user turns, replies as assistant turns), with TRL generating each
+  reply (its ``transformers`` or vLLM backend, its sampling settings). The completion TRL
+  trains on is everything after the prompt: the sampled replies *and* the chat template's
+  ids for the env's observations between them; the latter get ``env_mask`` 0, which TRL
+  multiplies into the loss mask. The episode's ``info["score"]`` comes back as the reward
+  column ``env_score`` that :func:`env_reward` returns.
+* ``action_format="tools"``: ``environment_factory`` (:func:`environment_factory`). TRL
+  plays the episode itself: it renders the env's function tools (``TextEnv.tools()``) into
+  the prompt, parses the model's tool calls with the tokenizer's response template, calls
+  the matching method of an :class:`AgentGymToolEnv` (one per rollout), appends the result
+  as a ``tool`` message and generates again, until the model answers without a tool call.
+  Tool-result tokens get ``tool_mask`` 0. The reward is the env's score through the
+  class's ``get_reward`` (TRL adds it as a reward function named after the class).
+
+:func:`grpo_kwargs` builds either set of ``GRPOTrainer`` arguments for an env id::
+
+    from trl import GRPOConfig, GRPOTrainer
+    from agentgym.integrations.trl import grpo_kwargs
+
+    trainer = GRPOTrainer(model, args=GRPOConfig(...), **grpo_kwargs("WebShop-v0", tasks=64))
+    trainer.train()
+
+The dataset (:func:`task_dataset`) holds one row per task: ``prompt`` (the chat the
+episode starts from), ``env_id``, ``task_id`` and ``seed``. TRL's OpenEnv examples use
+the same ``environment_factory`` shape around an OpenEnv client; ``environment_factory(...,
+openenv_url=...)`` plays the env through :class:`agentgym.integrations.openenv.AgentGymEnvClient`
+against ``agentgym serve`` instead of in-process. See docs/train-with-trl.md.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import random
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from agentgym.core import observation_text
+from agentgym.integrations._session import make_env, reset_options
+from agentgym.registry import env_info
+from agentgym.train.rollout import ChatTokens, EpisodeSlot, Sample, Trajectory, play_episodes
+from agentgym.wrappers.chat import (
+    ACTION_FORMATS,
+    DEFAULT_SYSTEM_PROMPT,
+    DEFAULT_TOOLS_SYSTEM_PROMPT,
+    ActionFormat,
+    ChatWrapper,
+    Message,
+)
+
+#: Python types for the JSON schema types of a tool's parameters (TRL reads tools from signatures).
+_PYTHON_TYPES: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "object": dict,
+    "array": list,
+}
+
+
+def task_ids(
+    env_id: str, tasks: int | Sequence[int], split: str = "train", env_kwargs: dict | None = None
+) -> list[int]:
+    """``tasks`` as a list of task ids: the first ``tasks`` ids of ``split``, or the ids given."""
+    if not isinstance(tasks, int):
+        return [int(task) for task in tasks]
+    env = make_env(env_id, env_kwargs)
+    try:
+        splits = getattr(env.unwrapped, "splits", None) or env_info(env_id).splits
+        ids = list(splits.ids(split))
+    finally:
+        env.close()
+    if tasks > len(ids):
+        raise ValueError(f"{env_id} has {len(ids)} {split} tasks, not {tasks}")
+    return ids[:tasks]
+
+
+def task_dataset(
+    env_id: str,
+    tasks: int | Sequence[int] = 64,
+    *,
+    split: str = "train",
+    action_format: ActionFormat = "text",
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+    env_kwargs: dict[str, Any] | None = None,
+    seed: int = 0,
+    rollout: AgentGymRollout | None = None,
+) -> Any:
+    """A ``datasets.Dataset`` of agentgym tasks, one row per task, for ``GRPOTrainer``.
+
+    Columns: ``prompt`` (chat messages), ``env_id``, ``task_id``, ``seed`` (the env's
+    reset seed, drawn from ``seed``). In text mode the prompt is what ``ChatWrapper.reset``
+    gives (the system prompt and the first observation) and ``rollout`` (an
+    :class:`AgentGymRollout`) learns which task each prompt is; in tools mode it is the
+    system prompt and an empty user turn that :meth:`AgentGymToolEnv.reset` fills with the
+    first observation (TRL appends what ``reset`` returns to the last user message).
+    """
+    from datasets import Dataset
+
+    if action_format not in ACTION_FORMATS:
+        raise ValueError(f"action_format must be one of {ACTION_FORMATS}, got {action_format!r}")
+    if action_format == "tools" and system_prompt == DEFAULT_SYSTEM_PROMPT:
+        system_prompt = DEFAULT_TOOLS_SYSTEM_PROMPT
+    ids = task_ids(env_id, tasks, split, env_kwargs)
+    rng = random.Random(seed)
+    seeds = [rng.getrandbits(31) for _ in ids]
+    if action_format == "tools":
+        head = [] if system_prompt is None else [{"role": "system", "content": system_prompt}]
+        prompts = [[*head, {"role": "user", "content": ""}] for _ in ids]
+    else:
+        if rollout is None:
+            raise ValueError("a text-mode dataset needs the AgentGymRollout that will play it (rollout=...)")
+        prompts = [rollout.register(task, task_seed) for task, task_seed in zip(ids, seeds)]
+    return Dataset.from_dict({"prompt": prompts, "env_id": [env_id] * len(ids), "task_id": ids, "seed": seeds})
+
+
+# ---- text replies: rollout_func ---------------------------------------------------------------
+
+
+class TRLSampler:
+    """agentgym's ``Sampler`` over the trainer's own generation (``GRPOTrainer._generate_single_turn``).
+
+    One reply per token-id prompt, with TRL's generation config (temperature, top-p,
+    ``max_completion_length`` new tokens) on its backend (transformers or vLLM). TRL
+    samples from the global RNG (``GRPOConfig.seed``), so the per-sample seeds are unused.
+    """
+
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer
+        config = trainer.model.config
+        self.context_length: int | None = getattr(config.get_text_config(), "max_position_embeddings", None)
+        #: Whether every sample so far came with the backend's logprobs (vLLM does, transformers not).
+        self.has_logprobs = True
+
+    def sample(self, prompts: list[list[int]], seeds: list[int]) -> list[Sample]:
+        completion_ids, logprobs = self.trainer._generate_single_turn(prompts, None, {}, 1)
+        if logprobs is None:
+            self.has_logprobs = False
+            logprobs = [[0.0] * len(ids) for ids in completion_ids]
+        return [Sample(list(ids), [float(value) for value in lps]) for ids, lps in zip(completion_ids, logprobs)]
+
+
+class AgentGymRollout:
+    """TRL's ``rollout_func`` playing agentgym episodes in text replies (or tool calls) with ChatWrapper.
+
+    ``rollout(prompts, trainer)`` plays one episode per prompt (a prompt of
+    :func:`task_dataset` made with this object) and returns TRL's fields: ``prompt_ids``,
+    ``completion_ids`` (replies and observations, up to ``max_completion_length``),
+    ``logprobs`` (None on TRL's transformers backend), ``env_mask`` (1 on sampled ids, 0 on
+    the env's), and for the reward functions ``env_score``, ``env_success``, ``env_turns``.
+    An episode ends when the env terminates or truncates, after ``max_turns`` replies, or
+    when the completion budget is spent.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        *,
+        action_format: ActionFormat = "text",
+        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        env_kwargs: dict[str, Any] | None = None,
+        max_turns: int | None = None,
+    ) -> None:
+        self.env_id = env_info(env_id).id
+        self.action_format = action_format
+        self.system_prompt = system_prompt
+        self.env_kwargs = dict(env_kwargs or {})
+        self.max_turns = max_turns or env_info(env_id).max_episode_steps
+        self._envs: list[ChatWrapper] = []
+        self._tasks: dict[str, tuple[int, int]] = {}
+
+    def _env(self, index: int) -> ChatWrapper:
+        while len(self._envs) <= index:
+            self._envs.append(
+                ChatWrapper(
+                    make_env(self.env_id, self.env_kwargs), self.system_prompt, action_format=self.action_format
+                )
+            )
+        return self._envs[index]
+
+    def register(self, task_id: int, seed: int) -> list[Message]:
+        """The prompt that starts ``task_id`` (reset with ``seed``), remembered so that a rollout can play it."""
+        messages, _ = self._env(0).reset(seed=seed, options={"task_id": task_id})
+        self._tasks[_prompt_key(messages)] = (task_id, seed)
+        return messages
+
+    def __call__(self, prompts: list[list[Message]], trainer: Any) -> dict[str, Any]:
+        slots = []
+        for index, prompt in enumerate(prompts):
+            task = self._tasks.get(_prompt_key(prompt))
+            if task is None:
+                raise ValueError(
+                    "AgentGymRollout got a prompt it did not make: build the dataset with "
+                    "agentgym.integrations.trl.task_dataset(..., rollout=this_rollout)"
+                )
+            slots.append(EpisodeSlot(self._env(index), Trajectory(self.env_id, task[0], index), task[1]))
+        tokenizer = trainer.processing_class
+        tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
+        chat_tokens = ChatTokens(tokenizer, trainer.eos_token_ids)
+        sampler = TRLSampler(trainer)
+        prompt_ids = [chat_tokens.prompt(prompt, slot.env.tools) for prompt, slot in zip(prompts, slots)]
+        trajectories = play_episodes(slots, sampler, chat_tokens, self.max_turns, lambda slot, turn: 0)
+        budget = trainer.max_completion_length
+        output: dict[str, Any] = {"prompt_ids": prompt_ids, "completion_ids": [], "logprobs": [], "env_mask": []}
+        for ids, trajectory in zip(prompt_ids, trajectories):
+            if trajectory.token_ids[: len(ids)] != ids:
+                raise RuntimeError("the episode's tokens do not start with its prompt's")
+            output["completion_ids"].append(trajectory.token_ids[len(ids) :][:budget])
+            output["logprobs"].append(trajectory.logprobs[len(ids) :][:budget])
+            output["env_mask"].append(trajectory.loss_mask[len(ids) :][:budget])
+        if not sampler.has_logprobs:
+            output["logprobs"] = None
+        output["env_score"] = [trajectory.score for trajectory in trajectories]
+        output["env_success"] = [trajectory.success for trajectory in trajectories]
+        output["env_turns"] = [trajectory.turns for trajectory in trajectories]
+        return output
+
+    def close(self) -> None:
+        """Close the envs this rollout made."""
+        envs, self._envs = self._envs, []
+        for env in envs:
+            env.close()
+
+
+def env_reward(completions: list[Any], env_score: list[float], **kwargs: Any) -> list[float]:
+    """TRL reward function: the episode's score (``info["score"]``) that :class:`AgentGymRollout` reported."""
+    return [float(score) for score in env_score]
+
+
+def _prompt_key(messages: list[Message]) -> str:
+    return json.dumps([[message["role"], message["content"]] for message in messages], ensure_ascii=False)
+
+
+# ---- tool calls: environment_factory ------------------------------------------------------------
+
+
+class _LocalEpisode:
+    """An in-process env as the tool env plays it: reset to text, step to (text, score, done)."""
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], max_episode_steps: int | None) -> None:
+        self.env = make_env(env_id, env_kwargs, max_episode_steps)
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self.env.unwrapped.tools()
+
+    def reset(self, seed: int | None, task_id: int | None, split: str | None) -> dict[str, Any]:
+        observation, info = self.env.reset(seed=seed, options=reset_options(task_id, split))
+        return _outcome(observation, False, False, info)
+
+    def step(self, call: dict[str, Any]) -> dict[str, Any]:
+        observation, _, terminated, truncated, info = self.env.step(call)
+        return _outcome(observation, terminated, truncated, info)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class _OpenEnvEpisode:
+    """The env behind ``agentgym serve``'s OpenEnv routes, through OpenEnv's own (sync) client."""
+
+    def __init__(self, url: str, env_id: str) -> None:
+        from agentgym.integrations.openenv import AgentGymEnvClient
+
+        self.client = AgentGymEnvClient(url, env_id=env_id).sync()
+        self.client.connect()
+        self._tools: list[dict[str, Any]] | None = None
+
+    def tools(self) -> list[dict[str, Any]]:
+        if self._tools is None:
+            self._tools = self.client.reset().observation.tools or []
+        return self._tools
+
+    def reset(self, seed: int | None, task_id: int | None, split: str | None) -> dict[str, Any]:
+        options = {"seed": seed, **(reset_options(task_id, split) or {})}
+        observation = self.client.reset(**{k: v for k, v in options.items() if v is not None}).observation
+        self._tools = observation.tools or self._tools
+        return _openenv_outcome(observation)
+
+    def step(self, call: dict[str, Any]) -> dict[str, Any]:
+        return _openenv_outcome(self.client.step(call).observation)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _outcome(observation: Any, terminated: bool, truncated: bool, info: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "text": observation_text(observation),
+        "done": bool(terminated or truncated),
+        "score": float(info.get("score", 0.0)),
+        "success": bool(info.get("success", False)),
+    }
+
+
+def _openenv_outcome(observation: Any) -> dict[str, Any]:
+    return {
+        "text": observation.text,
+        "done": bool(observation.done),
+        "score": observation.score,
+        "success": observation.success,
+    }
+
+
+class AgentGymToolEnv:
+    """One agentgym episode as TRL's ``environment_factory`` wants it: the env's tools as methods.
+
+    Subclasses made by :func:`environment_factory` add one public method per function tool
+    of the env (``move(direction)``, ``search(keywords)``, ...; signature and docstring
+    from the tool's JSON schema, so TRL renders the same schema). ``reset(**row)`` takes
+    a dataset row (``task_id``, ``seed``, ``split``; other columns are ignored) and returns
+    the first observation; a tool call steps the env and returns the observation, and
+    after the episode ends a call raises (TRL answers the model with the error).
+    ``get_reward()`` is the episode's score (``info["score"]``); ``_close()`` closes the env.
+    """
+
+    env_id: ClassVar[str]
+    env_kwargs: ClassVar[dict[str, Any]] = {}
+    max_episode_steps: ClassVar[int | None] = None
+    openenv_url: ClassVar[str | None] = None
+
+    def __init__(self) -> None:
+        self._episode: _LocalEpisode | _OpenEnvEpisode = (
+            _OpenEnvEpisode(self.openenv_url, self.env_id)
+            if self.openenv_url
+            else _LocalEpisode(self.env_id, self.env_kwargs, self.max_episode_steps)
+        )
+        self.score, self.success, self.done, self.steps = 0.0, False, False, 0
+        self.task_id: int | None = None
+
+    def reset(self, task_id: int | None = None, seed: int | None = None, split: str | None = None, **row: Any) -> str:
+        outcome = self._episode.reset(seed, task_id, split)
+        self.task_id = task_id
+        self.score, self.success, self.done, self.steps = outcome["score"], outcome["success"], outcome["done"], 0
+        return outcome["text"]
+
+    def get_reward(self) -> float:
+        return self.score
+
+    def _close(self) -> None:
+        """Close the env (private: TRL would offer a public ``close`` to the model as a tool)."""
+        self._episode.close()
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> str:
+        if self.done:
+            raise ValueError(f"the episode is over (score {self.score:g}); answer without calling a tool")
+        outcome = self._episode.step({"name": name, "arguments": arguments})
+        self.steps += 1
+        self.score, self.success, self.done = outcome["score"], outcome["success"], outcome["done"]
+        return outcome["text"]
+
+
+def environment_factory(
+    env_id: str,
+    *,
+    env_kwargs: dict[str, Any] | None = None,
+    max_episode_steps: int | None = None,
+    openenv_url: str | None = None,
+) -> type[AgentGymToolEnv]:
+    """A subclass of :class:`AgentGymToolEnv` for ``env_id``: pass it as ``environment_factory``.
+
+    ``openenv_url`` (the base URL of ``agentgym serve ENV_ID``) plays the episodes through
+    OpenEnv's client on the server's OpenEnv routes instead of in-process (the server's
+    registered kwargs then apply, not ``env_kwargs``).
+    """
+    env_id = env_info(env_id).id
+    env = make_env(env_id, env_kwargs, max_episode_steps)
+    try:
+        declarations = env.unwrapped.tools() if callable(getattr(env.unwrapped, "tools", None)) else None
+    finally:
+        env.close()
+    if not declarations:
+        raise TypeError(f"{env_id} declares no function tools; use action_format='text'")
+    namespace: dict[str, Any] = {
+        "env_id": env_id,
+        "env_kwargs": dict(env_kwargs or {}),
+        "max_episode_steps": max_episode_steps,
+        "openenv_url": openenv_url,
+        "__doc__": f"{env_id} as a TRL environment: its tools are methods. {AgentGymToolEnv.__doc__}",
+    }
+    for declaration in declarations:
+        function = declaration["function"]
+        if function["name"] in vars(AgentGymToolEnv) or function["name"] in namespace:
+            raise ValueError(f"{env_id}'s tool {function['name']!r} clashes with a method of AgentGymToolEnv")
+        namespace[function["name"]] = _tool_method(function)
+    name = env_id.replace("-", "_").replace(".", "_")  # TRL logs get_reward under the class name
+    return type(name, (AgentGymToolEnv,), namespace)
+
+
+def _tool_method(function: dict[str, Any]) -> Callable[..., str]:
+    """A method calling tool ``function`` (OpenAI's ``function`` object), typed and documented from its schema."""
+    name, schema = function["name"], function.get("parameters", {})
+    properties, required = schema.get("properties", {}), set(schema.get("required", ()))
+
+    def method(self: AgentGymToolEnv, **arguments: Any) -> str:
+        return self._call(name, arguments)
+
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {"return": str}
+    lines = [function.get("description") or f"Call {name}.", "", "Args:"]
+    for argument, spec in properties.items():
+        kind = _PYTHON_TYPES.get(spec.get("type"), str)
+        item_type = _PYTHON_TYPES.get(spec.get("items", {}).get("type"))
+        if kind is list and item_type is not None:
+            kind = list[item_type]
+        annotations[argument] = kind if argument in required else kind | None
+        default = inspect.Parameter.empty if argument in required else None
+        parameters.append(
+            inspect.Parameter(
+                argument, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotations[argument]
+            )
+        )
+        description = " ".join(str(spec.get("description", argument)).split())
+        if "enum" in spec:
+            description += f" (choices: {json.dumps(spec['enum'])})"
+        lines.append(f"    {argument}: {description}")
+    if not properties:
+        lines.pop()
+    lines += ["", "Returns:", "    What the environment shows after the call."]
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = "\n".join(lines)
+    method.__annotations__ = annotations
+    method.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    return method
+
+
+# ---- the few lines --------------------------------------------------------------------------------
+
+
+def grpo_kwargs(
+    env_id: str,
+    tasks: int | Sequence[int] = 64,
+    *,
+    action_format: ActionFormat = "text",
+    split: str = "train",
+    env_kwargs: dict[str, Any] | None = None,
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+    max_turns: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """``GRPOTrainer`` keyword arguments that train on ``env_id``'s ``tasks`` with the env's score as reward.
+
+    Text: ``train_dataset``, ``rollout_func`` (an :class:`AgentGymRollout`) and
+    ``reward_funcs=[env_reward]``. Tools: ``train_dataset`` and ``environment_factory`` (the
+    reward is its ``get_reward``; ``max_turns`` is then TRL's ``max_tool_calling_iterations``,
+    set it in ``GRPOConfig``). Add your own ``reward_funcs`` next to them if you like.
+    """
+    if action_format == "tools":
+        dataset = task_dataset(
+            env_id,
+            tasks,
+            split=split,
+            action_format="tools",
+            system_prompt=system_prompt,
+            env_kwargs=env_kwargs,
+            seed=seed,
+        )
+        return {"train_dataset": dataset, "environment_factory": environment_factory(env_id, env_kwargs=env_kwargs)}
+    rollout = AgentGymRollout(env_id, system_prompt=system_prompt, env_kwargs=env_kwargs, max_turns=max_turns)
+    dataset = task_dataset(
+        env_id, tasks, split=split, system_prompt=system_prompt, env_kwargs=env_kwargs, seed=seed, rollout=rollout
+    )
+    return {"train_dataset": dataset, "rollout_func": rollout, "reward_funcs": [env_reward]}
+
+
+__all__ = [
+    "AgentGymRollout",
+    "AgentGymToolEnv",
+    "TRLSampler",
+    "environment_factory",
+    "env_reward",
+    "grpo_kwargs",
+    "task_dataset",
+    "task_ids",
+]
