@@ -30,7 +30,7 @@ from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
 from verl.workers.rollout.replica import TokenOutput
 
 from agentgym.integrations import verl as adapter
-from agentgym.llm.generation import Generator, SamplingParams
+from agentgym.llm.generation import Generator
 from agentgym.tool_parsing import template_messages
 from agentgym.tools import command_to_tool_call
 from agentgym.train.rollout import chat_env
@@ -38,30 +38,18 @@ from agentgym.train.rollout import chat_env
 PROMPT_LENGTH, RESPONSE_LENGTH = 2048, 2048
 
 
-class GeneratorServerManager:
-    """verl's server-manager call over a tiny model, with vLLM server semantics for ``max_tokens`` and ``logprobs``.
-
-    Records every call's prompt ids and sampled ids per request id.
-    """
+class GeneratorServerManager(adapter.GeneratorServerManager):
+    """The adapter's server manager over the tiny model, recording every call's prompt and sampled ids per request."""
 
     def __init__(self, generator: Generator) -> None:
-        self.generator = generator
+        super().__init__(generator, default_max_tokens=RESPONSE_LENGTH)
         self.calls: dict[str, list[tuple[list[int], list[int]]]] = defaultdict(list)
 
     async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **_: Any):
-        params = dict(sampling_params)
-        max_tokens = params.pop("max_tokens", None) or RESPONSE_LENGTH
-        seed = len(self.calls) * 1000 + len(self.calls[request_id])
-        sampling = SamplingParams(
-            temperature=float(params.get("temperature", 1.0)),
-            top_p=float(params.get("top_p", 1.0)),
-            max_new_tokens=int(max_tokens),
-            seed=seed,
-        )
-        completion = (await asyncio.to_thread(self.generator.generate_tokens, [list(prompt_ids)], [sampling]))[0]
-        self.calls[request_id].append((list(prompt_ids), list(completion.token_ids)))
-        logprobs = completion.logprobs if params.get("logprobs") else None
-        return TokenOutput(token_ids=completion.token_ids, log_probs=logprobs, stop_reason="completed")
+        params = {**sampling_params, "seed": len(self.calls) * 1000 + len(self.calls[request_id])}
+        output = await super().generate(request_id, prompt_ids=prompt_ids, sampling_params=params)
+        self.calls[request_id].append((list(prompt_ids), output.token_ids))
+        return output
 
 
 class OracleServerManager(GeneratorServerManager):

@@ -44,6 +44,7 @@ from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 from verl.utils.profiler import simple_timer
+from verl.workers.rollout.replica import TokenOutput
 
 from agentgym.registry import inline_safe
 from agentgym.tool_parsing import assistant_message
@@ -196,6 +197,61 @@ class AgentGymAgentLoop(AgentLoopBase):
         if inline_safe(env):
             return call()
         return await asyncio.get_running_loop().run_in_executor(None, call)
+
+
+class GeneratorServerManager:
+    """verl's server-manager call (``LLMServerClient.generate``) answered by agentgym's in-process ``Generator``.
+
+    For running verl's agent loops on CPU without vLLM (tests, benchmarks, debugging a loop):
+    concurrent calls are decoded together, up to ``max_batch_size`` per batch. Follows verl's
+    vLLM server: ``max_tokens`` (default ``default_max_tokens``), ``temperature``, ``top_p``,
+    ``seed``; ``logprobs`` true returns the sampled tokens' logprobs. ``top_k`` is not supported
+    (verl sends -1, off).
+    """
+
+    def __init__(self, generator: Any, max_batch_size: int = 32, default_max_tokens: int = 512) -> None:
+        self.generator = generator
+        self.max_batch_size = max_batch_size
+        self.default_max_tokens = default_max_tokens
+        self._pending: list[tuple[list[int], Any, asyncio.Future]] = []
+        self._runner: asyncio.Task | None = None
+
+    async def generate(
+        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **_: Any
+    ) -> TokenOutput:
+        from agentgym.llm.generation import SamplingParams
+
+        top_k = sampling_params.get("top_k", -1)
+        if top_k not in (-1, 0, None):
+            raise ValueError(f"GeneratorServerManager does not support top_k={top_k}")
+        params = SamplingParams(
+            temperature=float(sampling_params.get("temperature", 1.0)),
+            top_p=float(sampling_params.get("top_p", 1.0)),
+            max_new_tokens=int(sampling_params.get("max_tokens") or self.default_max_tokens),
+            seed=sampling_params.get("seed"),
+        )
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((list(prompt_ids), params, future))
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.create_task(self._drain())
+        completion = await future
+        logprobs = list(completion.logprobs) if sampling_params.get("logprobs") else None
+        return TokenOutput(token_ids=list(completion.token_ids), log_probs=logprobs, stop_reason="completed")
+
+    async def _drain(self) -> None:
+        await asyncio.sleep(0.002)  # let the other episodes' calls of this turn arrive
+        while self._pending:
+            batch, self._pending = self._pending[: self.max_batch_size], self._pending[self.max_batch_size :]
+            try:
+                completions = await asyncio.to_thread(
+                    self.generator.generate_tokens, [prompt for prompt, _, _ in batch], [p for _, p, _ in batch]
+                )
+            except Exception as error:  # every caller of the batch gets the error
+                for _, _, future in batch:
+                    future.set_exception(error)
+                continue
+            for (_, _, future), completion in zip(batch, completions):
+                future.set_result(completion)
 
 
 def dataset_rows(
