@@ -87,6 +87,12 @@ def test_run_reports_exit_code_output_and_times(box: Sandbox) -> None:
     json.dumps(result.to_dict())
 
 
+def test_read_file_stops_at_max_bytes(box: Sandbox) -> None:
+    box.write_file("big.txt", "x" * 100)
+    assert box.read_file("big.txt", max_bytes=100) == "x" * 100
+    with pytest.raises(SandboxError, match="larger than 99 bytes"):
+        box.read_file("big.txt", binary=True, max_bytes=99)
+
 def test_large_stdin_and_output_in_both_directions(box: Sandbox) -> None:
     data = "x" * 90_000
     result = box.run("cat", stdin=data)

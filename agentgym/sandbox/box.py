@@ -128,11 +128,16 @@ class Sandbox:
             write_regular(target, payload, mode, self.uid, self.gid)
             return target
 
-    def read_file(self, relpath: str | os.PathLike[str], *, binary: bool = False) -> str | bytes:
-        """A file of the work dir (UTF-8 text with invalid bytes replaced, or bytes)."""
+    def read_file(
+        self, relpath: str | os.PathLike[str], *, binary: bool = False, max_bytes: int | None = None
+    ) -> str | bytes:
+        """A file of the work dir (UTF-8 text with invalid bytes replaced, or bytes).
+
+        Anything but a regular file, or a file longer than ``max_bytes``, raises :class:`SandboxError`.
+        """
         self._require_open()
         with self._lock:
-            data = read_regular(self.path(relpath))
+            data = read_regular(self.path(relpath), max_bytes)
         return data if binary else data.decode("utf-8", "replace")
 
     def clear(self) -> None:

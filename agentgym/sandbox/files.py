@@ -81,10 +81,16 @@ def write_regular(target: Path, payload: bytes, mode: int | None, uid: int, gid:
             os.fchown(handle.fileno(), uid, gid)
 
 
-def read_regular(path: Path) -> bytes:
-    """The bytes of the regular file ``path``, never through a final link nor from a FIFO."""
+def read_regular(path: Path, max_bytes: int | None = None) -> bytes:
+    """The bytes of the regular file ``path``, never through a final link nor from a FIFO.
+
+    A file longer than ``max_bytes`` raises :class:`SandboxError` (read no further than that).
+    """
     with open_regular(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK) as handle:
-        return handle.read()
+        data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise SandboxError(f"{path.name}: larger than {max_bytes} bytes")
+    return data
 
 
 def empty(workdir: Path) -> None:

@@ -12,6 +12,7 @@ import tarfile
 from dataclasses import dataclass
 
 from agentgym.environments.code.bash.tree import Tree
+from agentgym.sandbox import Sandbox, SandboxError
 
 #: At most this many entries are scanned when the work dir is checked.
 MAX_SCAN_ENTRIES = 20_000
@@ -25,32 +26,19 @@ class Entry:
     kind: str
     mode: int
     digest: str = ""
-    host_path: str = ""
 
 
-def _read_regular(host_path: str) -> bytes | None:
-    """The bytes of a regular file, never following a link nor blocking on a FIFO; ``None`` if unreadable."""
+def read_file(sandbox: Sandbox, path: str) -> bytes | None:
+    """The bytes of the regular file ``path`` in the work dir (never through a link), ``None`` if unreadable."""
     try:
-        fd = os.open(host_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+        return sandbox.read_file(path, binary=True, max_bytes=MAX_READ_BYTES)
+    except (SandboxError, OSError, ValueError):
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_READ_BYTES:
-            return None
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_READ_BYTES:
-                return None
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
-def scan(root: str) -> dict[str, Entry] | None:
-    """Every path under ``root`` (relative), without following links; ``None`` past the entry limit."""
+def scan(sandbox: Sandbox) -> dict[str, Entry] | None:
+    """Every path in ``sandbox``'s work dir (relative), without following links; ``None`` past the entry limit."""
+    root = str(sandbox.workdir)
     found: dict[str, Entry] = {}
     pending = [""]
     while pending:
@@ -70,9 +58,9 @@ def scan(root: str) -> dict[str, Entry] | None:
                 found[path] = Entry("dir", stat.S_IMODE(info.st_mode))
                 pending.append(path)
             elif stat.S_ISREG(info.st_mode):
-                data = _read_regular(host)
+                data = read_file(sandbox, path)
                 digest = hashlib.sha256(data).hexdigest() if data is not None else "unreadable"
-                found[path] = Entry("file", stat.S_IMODE(info.st_mode), digest, host)
+                found[path] = Entry("file", stat.S_IMODE(info.st_mode), digest)
             elif stat.S_ISLNK(info.st_mode):
                 try:
                     found[path] = Entry("link", 0, os.readlink(host))
@@ -85,8 +73,9 @@ def scan(root: str) -> dict[str, Entry] | None:
     return found
 
 
-def state_digest(root: str) -> str:
-    found = scan(root)
+def state_digest(sandbox: Sandbox) -> str:
+    """A digest of the work dir's paths, kinds, modes and contents (the oracle's plan follows it)."""
+    found = scan(sandbox)
     text = "overflow" if found is None else repr(sorted((p, e.kind, e.mode, e.digest) for p, e in found.items()))
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -116,9 +105,9 @@ def _gunzip(data: bytes) -> bytes | None:
         return None
 
 
-def compare_tree(root: str, expected: Tree, check_modes: bool) -> list[str]:
-    """What differs between the work dir ``root`` and ``expected``: an empty list when they match."""
-    found = scan(root)
+def compare_tree(sandbox: Sandbox, expected: Tree, check_modes: bool) -> list[str]:
+    """What differs between ``sandbox``'s work dir and ``expected``: an empty list when they match."""
+    found = scan(sandbox)
     if found is None:
         return [f"the work dir holds more than {MAX_SCAN_ENTRIES} entries"]
     wanted = {path: "dir" for path in expected.dirs} | {path: "file" for path in expected.files}
@@ -139,7 +128,7 @@ def compare_tree(root: str, expected: Tree, check_modes: bool) -> list[str]:
             continue
         model = expected.files[path]
         if model.members is not None or model.gzip:
-            data = _read_regular(entry.host_path)
+            data = read_file(sandbox, path)
             if model.members is not None:
                 good = data is not None and _archive_members(data) == model.members
             else:

@@ -175,19 +175,13 @@ class BashEnv(TextEnv):
         assert self.sandbox is not None
         tree.write(self.sandbox)
         self.cwd = self.workdir
-        self._oracle_states = {state_digest(self._root): 0}
+        self._oracle_states = {state_digest(self.sandbox): 0}
         self._oracle_done = 0
         self._restore = ""
         return (
             f"You are in a Linux shell; your work dir is {self.workdir}, holding a small project. "
             f"Task: {task.instruction}"
         )
-
-    @property
-    def _root(self) -> str:
-        """The work dir's host path."""
-        assert self.sandbox is not None
-        return str(self.sandbox.workdir)
 
     def _open_sandbox(self) -> None:
         if self.sandbox is not None:
@@ -255,7 +249,7 @@ class BashEnv(TextEnv):
             feedback = f"You submitted {quote(answer, 200)}: {verdict}."
         else:
             assert task.expected is not None
-            problems = compare_tree(self._root, task.expected, task.check_modes)
+            problems = compare_tree(self.sandbox, task.expected, task.check_modes)
             self.success = not problems
             feedback = (
                 "The work dir is as asked: task solved."
@@ -276,7 +270,7 @@ class BashEnv(TextEnv):
         if self.task.answer is not None:
             plan = self.task.commands
             return self._oracle_done if self._oracle_done < len(plan) and plan[self._oracle_done] == command else None
-        index = self._oracle_states.get(state_digest(self._root))
+        index = self._oracle_states.get(state_digest(self.sandbox))
         plan = self.task.commands
         return index if index is not None and index < len(plan) and plan[index] == command else None
 
@@ -285,7 +279,7 @@ class BashEnv(TextEnv):
         if self.task.answer is not None:
             self._oracle_done = 0 if index < 0 else index + 1
             return
-        self._oracle_states[state_digest(self._root)] = 0 if index < 0 else index + 1
+        self._oracle_states[state_digest(self.sandbox)] = 0 if index < 0 else index + 1
 
     def _restore_command(self) -> str:
         """A command that empties the work dir and unpacks the task's initial tree into it."""
@@ -308,9 +302,9 @@ class BashEnv(TextEnv):
                 return f"submit {task.answer}"
             return task.commands[self._oracle_done] if self.cwd == self.workdir else f"cd {self.workdir}"
         assert task.expected is not None
-        index = self._oracle_states.get(state_digest(self._root))
+        index = self._oracle_states.get(state_digest(self.sandbox))
         if index is None:
-            if not compare_tree(self._root, task.expected, task.check_modes):
+            if not compare_tree(self.sandbox, task.expected, task.check_modes):
                 return "submit"
             return self._restore_command()
         if index >= len(task.commands):

@@ -66,13 +66,13 @@ from agentgym.environments.code.bugfix.domains import DOMAINS
 from agentgym.environments.code.bugfix.repository import Repo, generate_repo
 from agentgym.environments.code.bugfix.tools import (
     MAX_OUTPUT_CHARS,
+    MAX_READ_BYTES,
     RUN_TESTS_COMMAND,
     TOOL_ALIASES,
     FileTools,
     extract_tool_call,
     fence_for,
     parse_summary,
-    read_regular,
 )
 from agentgym.sandbox import WORK, Limits, Sandbox, SandboxError
 from agentgym.utils.text import elide
@@ -244,10 +244,9 @@ class BugFixEnv(TextEnv):
         """The text of ``path`` in the work dir now, or ``None`` if it is not a readable regular file."""
         assert self.sandbox is not None
         try:
-            data = read_regular(self.sandbox.path(path))
+            return self.sandbox.read_file(path, max_bytes=MAX_READ_BYTES)
         except (SandboxError, OSError, ValueError):
             return None
-        return None if data is None else data.decode("utf-8", "replace")
 
     def _files_digest(self) -> str:
         assert self.repo is not None

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from pathlib import Path
-from typing import Any
 
 from agentgym.core import InvalidAction, quote
 from agentgym.sandbox import Sandbox, SandboxError
@@ -75,23 +73,6 @@ def fenced_blocks(text: str) -> list[str]:
     return [block.content for block in blocks]
 
 
-def read_regular(path: Any) -> bytes | None:
-    """A regular file's bytes, never following a final link nor blocking on a FIFO; None otherwise."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except (OSError, ValueError):
-        return None
-    try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_READ_BYTES:
-            return None
-        with os.fdopen(os.dup(descriptor), "rb") as handle:
-            data = handle.read(MAX_READ_BYTES + 1)
-        return data if len(data) <= MAX_READ_BYTES else None
-    finally:
-        os.close(descriptor)
-
-
 def fence_for(text: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)
@@ -147,10 +128,12 @@ class FileTools:
             raise InvalidAction(f"{quote(path, 100)} is a directory; use ls.")
         if not host.exists():
             raise InvalidAction(f"there is no file {quote(path, 100)}.")
-        data = read_regular(host)
-        if data is None:
-            raise InvalidAction(f"cannot read {quote(path, 100)}: not a regular file, or over {MAX_READ_BYTES} bytes.")
-        return data.decode("utf-8", "replace")
+        try:
+            return self.sandbox.read_file(path, max_bytes=MAX_READ_BYTES)
+        except (SandboxError, OSError, ValueError):
+            raise InvalidAction(
+                f"cannot read {quote(path, 100)}: not a regular file, or over {MAX_READ_BYTES} bytes."
+            ) from None
 
     def ls(self, path: str) -> str:
         """The entries of a directory, directories marked with ``/``."""
@@ -200,11 +183,15 @@ class FileTools:
             subdirectories.sort()
             for name in sorted(names):
                 files += 1
-                data = read_regular(os.path.join(directory, name)) if files <= MAX_SEARCH_FILES else None
-                if data is None:
+                host = os.path.join(directory, name)
+                if files > MAX_SEARCH_FILES or os.path.islink(host):
                     continue
-                relative = os.path.relpath(os.path.join(directory, name), root)
-                for number, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
+                relative = os.path.relpath(host, root)
+                try:
+                    data = self.sandbox.read_file(relative, max_bytes=MAX_READ_BYTES)
+                except (SandboxError, OSError, ValueError):
+                    continue
+                for number, line in enumerate(data.split("\n"), 1):
                     if text in line:
                         hits.append(f"{relative}:{number}: {line.strip()[:200]}")
         if not hits:
