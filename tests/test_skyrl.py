@@ -11,6 +11,7 @@ import pytest
 import agentgym
 
 skyrl_gym = pytest.importorskip("skyrl_gym")
+from omegaconf import OmegaConf  # noqa: E402
 from skyrl_gym.envs.base_text_env import BaseTextEnv  # noqa: E402
 
 from agentgym.integrations import skyrl  # noqa: E402
@@ -102,7 +103,8 @@ def test_dataset_rows_make_the_env_skyrl_would() -> None:
     assert [row["task_id"] for row in rows] == first and rows[0]["env_class"] == "agentgym:WebShop-v0"
     row = rows[1]
     extras = {key: value for key, value in row.items() if key not in ("prompt", "env_class")}
-    env = skyrl_gym.make(row["env_class"], env_config={"env_kwargs": {}}, extras=extras)
+    config = OmegaConf.create({"env_kwargs": {}, "tools_in_prompt": True})  # SkyRL's config section
+    env = skyrl_gym.make(row["env_class"], env_config=config, extras=extras)
     messages, metadata = env.init(row["prompt"] + [{"role": "user", "content": "Be quick."}])
     assert metadata["task_id"] == first[1] and env.tools is not None
     assert messages[0]["content"].startswith(row["prompt"][0]["content"])

@@ -52,6 +52,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import skyrl_gym
+from omegaconf import DictConfig, OmegaConf
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from agentgym.integrations._session import make_env, reset_options
@@ -190,6 +191,8 @@ class AgentGymTextEnv(BaseTextEnv):
 
 def _settings(env_config: Mapping[str, Any] | None, extras: Mapping[str, Any] | None) -> dict[str, Any]:
     """The adapter's settings: ``extras`` (top level, then its ``extra_info``) over ``env_config``."""
+    if isinstance(env_config, DictConfig):  # SkyRL passes its config section as it is
+        env_config = OmegaConf.to_container(env_config, resolve=True)
     settings: dict[str, Any] = {}
     layers = [env_config or {}, (extras or {}).get("extra_info") or {}, extras or {}]
     for layer in layers:
