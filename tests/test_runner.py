@@ -16,6 +16,7 @@ import pytest
 
 import agentgym
 from agentgym.core import TaskSplits, TextEnv
+from agentgym.evaluation.records import Tokens
 from agentgym.evaluation.results import EPISODES_FILE, read_episodes, read_run
 from agentgym.evaluation.runner import EvalItem, plan, run_eval
 from agentgym.llm.policies import OraclePolicy, RandomPolicy
@@ -82,7 +83,8 @@ class FlakyPolicy(Policy):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def test_envs() -> Iterator[None]:
+def registered_envs() -> Iterator[None]:
+    """The runner's test envs (family ``test``), registered for this module."""
     for name, env_class in [("Countdown-v0", CountdownEnv), ("Crashing-v0", CrashingEnv), ("Hanging-v0", HangingEnv)]:
         agentgym.register(
             name,
@@ -115,16 +117,16 @@ def test_oracle_run_writes_complete_records(tmp_path: Path) -> None:
     stats = evaluate(OraclePolicy(), items, tmp_path, concurrency=4)
     assert stats.played == 12 and stats.errored == 0 and stats.skipped == 0
     episodes = read_episodes(tmp_path)
-    assert {record["env"] for record in episodes.values()} == {"Sokoban-v0", "FrozenLake-v0[is_slippery=True]"}
-    sokoban = [record for record in episodes.values() if record["env"] == "Sokoban-v0"]
-    assert all(record["success"] and record["score"] == 1.0 and record["status"] == "ok" for record in sokoban)
+    assert {record.env for record in episodes.values()} == {"Sokoban-v0", "FrozenLake-v0[is_slippery=True]"}
+    sokoban = [record for record in episodes.values() if record.env == "Sokoban-v0"]
+    assert all(record.success and record.score == 1.0 and record.status == "ok" for record in sokoban)
     record = sokoban[0]
-    assert record["steps"] == len(record["turns"]) and record["terminated"]
-    assert [message["role"] for message in record["messages"]][:3] == ["system", "user", "assistant"]
-    assert len(record["messages"]) == 2 + 2 * record["steps"]
-    assert record["instruction"] in record["messages"][1]["content"]
-    assert record["turns"][0]["action"] in ("up", "down", "left", "right")
-    assert "available_actions" in record["turns"][0]["info"]
+    assert record.steps == len(record.turns) and record.terminated
+    assert [message["role"] for message in record.messages][:3] == ["system", "user", "assistant"]
+    assert len(record.messages) == 2 + 2 * record.steps
+    assert record.instruction in record.messages[1]["content"]
+    assert record.turns[0].action in ("up", "down", "left", "right")
+    assert "available_actions" in record.turns[0].info
     run = read_run(tmp_path)
     assert run["policy"] == "oracle" and [item["env"] for item in run["items"]] == ["Sokoban-v0", "FrozenLake-v0"]
 
@@ -146,7 +148,7 @@ def test_random_policy_is_reproducible(tmp_path: Path) -> None:
     evaluate(RandomPolicy(), items, tmp_path / "b", concurrency=1)
 
     def actions(folder: Path) -> dict[str, list[str]]:
-        return {key: [turn["action"] for turn in record["turns"]] for key, record in read_episodes(folder).items()}
+        return {key: [turn.action for turn in record.turns] for key, record in read_episodes(folder).items()}
 
     assert actions(tmp_path / "a") == actions(tmp_path / "b")
 
@@ -159,13 +161,13 @@ def test_crashing_and_hanging_envs_do_not_stop_the_run(tmp_path: Path) -> None:
     episodes = read_episodes(tmp_path)
     assert len(episodes) == 18 and stats.played == 18
     for record in episodes.values():
-        broken = record["task_id"] % 3 == 0 and record["env"] != "Countdown-v0"
-        assert (record["status"] == "error") == broken, record["key"]
+        broken = record.task_id % 3 == 0 and record.env != "Countdown-v0"
+        assert (record.status == "error") == broken, record.key
         if broken:
-            assert not record["success"] and record["score"] == 0.0
+            assert not record.success and record.score == 0.0
         else:
-            assert record["success"]
-    errors = {record["env"]: record["error"] for record in episodes.values() if record["status"] == "error"}
+            assert record.success
+    errors = {record.env: record.error for record in episodes.values() if record.status == "error"}
     assert "RuntimeError: the engine fell over" in errors["Crashing-v0"]
     assert "timeout" in errors["Hanging-v0"]
 
@@ -174,11 +176,11 @@ def test_errored_episodes_are_kept_or_retried(tmp_path: Path) -> None:
     items = [EvalItem("Countdown-v0", 12)]
     stats = evaluate(FlakyPolicy(), items, tmp_path, concurrency=3)
     episodes = read_episodes(tmp_path)
-    failed = {key for key, record in episodes.items() if record["status"] == "error"}
+    failed = {key for key, record in episodes.items() if record.status == "error"}
     assert stats.errored == len(failed) == 1  # task 35 of test ids 33..44
-    assert "policy ConnectionError: model server went away" in episodes[failed.pop()]["error"]
-    ok = [record for record in episodes.values() if record["status"] == "ok"]
-    assert all(record["tokens"] == {"prompt": 30, "completion": 6} for record in ok)
+    assert "policy ConnectionError: model server went away" in episodes[failed.pop()].error
+    ok = [record for record in episodes.values() if record.status == "ok"]
+    assert all(record.tokens == Tokens(prompt=30, completion=6) for record in ok)
     assert evaluate(FlakyPolicy(), items, tmp_path).played == 0
     assert evaluate(FlakyPolicy(), items, tmp_path, retry_errors=True).played == 1
     lines = (tmp_path / EPISODES_FILE).read_text().splitlines()

@@ -95,7 +95,8 @@ class ThreadedFragileEnv(FragileEnv):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def test_envs() -> Iterator[None]:
+def registered_envs() -> Iterator[None]:
+    """The server's test envs (family ``test``), registered for this module."""
     for env_id, env_class in [("Fragile-v0", FragileEnv), ("ThreadedFragile-v0", ThreadedFragileEnv)]:
         agentgym.register(
             env_id,
@@ -127,7 +128,7 @@ def serving(env_ids: list[str], **options: Any) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def url(test_envs: None) -> Iterator[str]:
+def url(registered_envs: None) -> Iterator[str]:
     served = [env_id for env_id, _ in PUZZLES] + ["Fragile-v0", "ThreadedFragile-v0"]
     with serving(served) as address:
         yield address
