@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import os
 import random
 import socket
 import subprocess
@@ -93,7 +92,9 @@ def overfit(model_dir: Path, prompts: list[list[int]], reply: list[int], max_ste
 
 
 @pytest.fixture(scope="module")
-def tool_caller(tiny_tool_model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str, list[int]]:
+def tool_caller(
+    tiny_tool_model_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, int, str, list[int]]:
     """(model folder, task id, direction, the reply's token ids): a model trained to call ``move``."""
     model_dir = tmp_path_factory.mktemp("models") / MODEL
     tokenizer = AutoTokenizer.from_pretrained(tiny_tool_model_path)

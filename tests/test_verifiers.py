@@ -18,8 +18,8 @@ import gymnasium as gym  # noqa: E402
 from asgi import serving_in_thread  # noqa: E402
 
 from agentgym.llm.generation import Generator  # noqa: E402
-from agentgym.registry import env_info  # noqa: E402
 from agentgym.llm.serve_model import create_app  # noqa: E402
+from agentgym.registry import env_info  # noqa: E402
 
 MODEL = "tiny-llama"
 
@@ -66,7 +66,8 @@ def test_vf_eval_plays_agentgym_tasks_against_serve_model(
     assert script.with_name(script.name + ".lock").is_file()
     # ... so that the run itself reaches no index: every proxy is a closed port, loopback excepted.
     dead = "http://127.0.0.1:9"
-    offline = {name: dead for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")}
+    proxies = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+    offline = {name: dead for name in proxies}
     offline |= {"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
     app = create_app(Generator.from_pretrained(tiny_model_with_long_context_path, device="cpu"), MODEL)
     num_tasks, max_turns = 2, 2

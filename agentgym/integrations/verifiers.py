@@ -212,7 +212,8 @@ def prepare_chat_program(harness: str = "null") -> list[Path]:
         raise RuntimeError(f"verifiers' {harness!r} harness prepared no uv script")
     for script in scripts:
         for command in ("lock", "sync"):
-            done = subprocess.run([uv, command, "--script", str(script), "-q", "--no-config"], capture_output=True, text=True)
+            argv = [uv, command, "--script", str(script), "-q", "--no-config"]
+            done = subprocess.run(argv, capture_output=True, text=True)
             if done.returncode != 0:
                 raise RuntimeError(f"uv {command} --script {script} failed: {done.stderr.strip()[-2000:]}")
     return scripts
