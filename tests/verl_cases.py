@@ -87,13 +87,15 @@ def oracle_replies(env_id: str, task_id: int, seed: int, action_format: str) -> 
         env.close()
 
 
-def verl_config(model_path: Path, action_format: str = "text") -> Any:
+def verl_config(
+    model_path: Path, action_format: str = "text", max_turns: int = 6, max_tokens_per_turn: int = 48
+) -> Any:
     """verl's generated PPO trainer config, the tiny model, the agentgym loop selected (docs/train-with-verl.md)."""
     config = OmegaConf.load(Path(verl.__file__).parent / "trainer" / "config" / "_generated_ppo_trainer.yaml")
     loops = OmegaConf.load(adapter.CONFIG_PATH)
     loops[0].action_format = action_format
-    loops[0].max_turns = 6
-    loops[0].max_tokens_per_turn = 48
+    loops[0].max_turns = max_turns
+    loops[0].max_tokens_per_turn = max_tokens_per_turn
     loops_path = model_path.parent / f"agent_loops_{action_format}.yaml"
     OmegaConf.save(loops, loops_path)
     overrides = {
@@ -117,15 +119,19 @@ def verl_config(model_path: Path, action_format: str = "text") -> Any:
     return OmegaConf.merge(config, overrides)
 
 
-def rollout(config: Any, server: Any, rows: list[dict[str, Any]], folder: Path) -> DataProto:
-    """Rows -> parquet -> verl's RLHFDataset and collate_fn -> AgentLoopWorker.generate_sequences."""
+def batch_of(config: Any, rows: list[dict[str, Any]], folder: Path) -> DataProto:
+    """Rows -> parquet -> verl's RLHFDataset and collate_fn -> the DataProto its trainer hands the rollout."""
     path = folder / "rows.parquet"
     pd.DataFrame(rows).to_parquet(path)
     tokenizer = AutoTokenizer.from_pretrained(config.actor_rollout_ref.model.path)
     dataset = RLHFDataset(data_files=[str(path)], tokenizer=tokenizer, config=config.data, processor=None)
-    batch = DataProto.from_single_dict(collate_fn([dataset[i] for i in range(len(dataset))]))
-    worker = AgentLoopWorker(config, llm_client=server)
-    return asyncio.run(worker.generate_sequences(batch))
+    return DataProto.from_single_dict(collate_fn([dataset[i] for i in range(len(dataset))]))
+
+
+def rollout(config: Any, server: Any, rows: list[dict[str, Any]], folder: Path) -> DataProto:
+    """verl's ``AgentLoopWorker.generate_sequences`` on the rows (see :func:`batch_of`)."""
+    batch = batch_of(config, rows, folder)
+    return asyncio.run(AgentLoopWorker(config, llm_client=server).generate_sequences(batch))
 
 
 def check_episode(
