@@ -35,8 +35,9 @@ from recording import record
 
 import agentgym
 from agentgym.evaluation.arena import run_arena, schedule
-from agentgym.multiagent import make_game
+from agentgym.evaluation.records import MatchRecord
 from agentgym.evaluation.runner import stable_seed
+from agentgym.multiagent import make_game
 
 #: (game, strong player, default games); the other player is ``random``.
 PAIRINGS = [
@@ -70,9 +71,9 @@ def arena(game_id: str, specs: list[str], games: int, seed: int, concurrency: in
     """Matches, moves, seconds and bytes written of ``run_arena`` into a temporary folder."""
     moves = 0
 
-    def count(record: dict[str, Any]) -> None:
+    def count(record: MatchRecord) -> None:
         nonlocal moves
-        moves += len(record["turns"])
+        moves += len(record.turns)
 
     with tempfile.TemporaryDirectory() as out:
         clock = time.perf_counter()

@@ -46,6 +46,7 @@ from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, Qwen2Con
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import agentgym  # noqa: E402,F401  (registers the envs)
+from agentgym.evaluation.results import iter_episodes  # noqa: E402
 from agentgym.llm.generation import Generator, SamplingParams  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402
@@ -300,15 +301,15 @@ def eval_with_cli(url: str, model_name: str, out: Path, shape: Shape) -> dict[st
     clock = time.perf_counter()
     finished = subprocess.run(command, capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - clock
-    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
-    completion_tokens = sum(r["tokens"]["completion"] for r in records)
+    records = list(iter_episodes(out))
+    completion_tokens = sum(r.tokens.completion for r in records if r.tokens is not None)
     return {
         "exit_code": finished.returncode,
         "output_tail": (finished.stdout + finished.stderr)[-1500:],
         "episodes": len(records),
-        "errored": sum(r["status"] != "ok" for r in records),
+        "errored": sum(r.status != "ok" for r in records),
         "wall_s": wall,
-        "turns": sum(len(r.get("turns", [])) for r in records),
+        "turns": sum(len(r.turns) for r in records),
         "completion_tokens": completion_tokens,
         "completion_tokens_per_s": completion_tokens / wall,
     }

@@ -28,10 +28,11 @@ from typing import Any
 import gymnasium as gym
 from recording import record
 
+from agentgym.evaluation.records import EpisodeRecord
+from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import OraclePolicy
 from agentgym.llm.policies.base import Episode, Message, Reply
 from agentgym.serving.backends.ray import connect
-from agentgym.evaluation.runner import EvalItem, run_eval
 
 ACTORS = (1, 2, 4, 8)
 #: Small enough that eight actors fit on two cores.
@@ -60,8 +61,8 @@ def throughput(env_id: str, episodes: int, actors: int, latency_s: float, backen
     policy = SlowOracle(latency_s) if latency_s else OraclePolicy()
     finished: list[tuple[float, int]] = []
 
-    def on_episode(record: dict[str, Any]) -> None:
-        finished.append((time.perf_counter(), record["steps"]))
+    def on_episode(record: EpisodeRecord) -> None:
+        finished.append((time.perf_counter(), record.steps))
 
     with tempfile.TemporaryDirectory() as out:
         stats = asyncio.run(

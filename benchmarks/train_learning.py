@@ -45,8 +45,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import agentgym  # noqa: E402,F401  (registers the envs)
-from agentgym.llm.policies import OraclePolicy, Policy, RandomPolicy  # noqa: E402
+from agentgym.evaluation.records import EpisodeRecord  # noqa: E402
+from agentgym.evaluation.results import iter_episodes  # noqa: E402
 from agentgym.evaluation.runner import EvalItem, run_eval  # noqa: E402
+from agentgym.llm.policies import OraclePolicy, Policy, RandomPolicy  # noqa: E402
 from agentgym.train.config import AlgorithmConfig, EnvConfig, ModelConfig, RolloutConfig, TrainConfig  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402
 from agentgym.wrappers.chat import ChatWrapper  # noqa: E402
@@ -203,12 +205,12 @@ def config(setting: Setting, model: Path, algorithm: str, seed: int, out: Path) 
 
 def baseline_success(setting: Setting, policy: Policy, split: str, out: Path, repeats: int = 1) -> float:
     """A scripted policy's success on the evaluation tasks of ``split``, over ``repeats`` runs with different seeds."""
-    records: list[dict] = []
+    records: list[EpisodeRecord] = []
     env = setting.env
     item = EvalItem(env.id, setting.eval_episodes, split, setting.max_turns, env.kwargs)
     for seed in range(repeats):
         asyncio.run(run_eval(policy.name, policy, [item], out / str(seed), seed=seed, on_episode=records.append))
-    return sum(r["success"] for r in records) / len(records)
+    return sum(r.success for r in records) / len(records)
 
 
 def evaluate(setting: Setting, trainer: Trainer) -> dict[str, float]:
@@ -226,8 +228,8 @@ def greedy_route(setting: Setting, out: Path) -> dict:
     """The final greedy evaluation's most common move sequence, the share of episodes that played it
     whole, and the share that followed it (whole, or cut short by a hole on the way)."""
     folder = out / "eval" / f"iteration-{setting.iterations:06d}"
-    records = [json.loads(line) for line in (folder / "episodes.jsonl").open()]
-    played = [tuple(turn["action"] for turn in record["turns"]) for record in records]
+    records = list(iter_episodes(folder))
+    played = [tuple(turn.action for turn in record.turns) for record in records]
     route, count = Counter(played).most_common(1)[0]
     on_route = sum(moves == route[: len(moves)] for moves in played)
     return {"moves": " ".join(route), "whole": count / len(played), "on_route": on_route / len(played)}

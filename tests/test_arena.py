@@ -18,7 +18,7 @@ import pytest
 
 from agentgym.cli import main
 from agentgym.evaluation.arena import bradley_terry, ratings, run_arena, schedule
-from agentgym.evaluation.results import EPISODES_FILE, read_episodes
+from agentgym.evaluation.results import EPISODES_FILE, read_matches
 from agentgym.multiagent import GameEnv
 
 
@@ -46,15 +46,15 @@ def test_bradley_terry_recovers_known_strengths() -> None:
 def test_minimax_never_loses_and_ratings_rank_it_first(tmp_path: Path) -> None:
     played = asyncio.run(run_arena("TicTacToe-v0", ["minimax", "random"], tmp_path, games_per_pair=60))
     assert played == 60
-    records = list(read_episodes(tmp_path).values())
-    assert all(record["status"] == "ok" for record in records)
-    assert not [record for record in records if record["winner"] == "random"]
+    records = list(read_matches(tmp_path).values())
+    assert all(record.status == "ok" for record in records)
+    assert not [record for record in records if record.winner == "random"]
     first, second = ratings(tmp_path)
     assert first.policy == "minimax" and first.losses == 0 and first.wins > 40
     assert first.low <= first.rating <= first.high and second.high < first.low
     assert first.games == second.games == 60 and first.wins + first.draws == 60
     record = records[0]
-    assert set(record["seats"].values()) == {"minimax", "random"} and record["turns"][0]["observation"]
+    assert set(record.seats.values()) == {"minimax", "random"} and record.turns[0].observation
     assert asyncio.run(run_arena("TicTacToe-v0", ["minimax", "random"], tmp_path, games_per_pair=60)) == 0
 
 
@@ -62,14 +62,14 @@ def test_failing_llm_policy_games_are_errors_and_can_be_retried(tmp_path: Path) 
     specs = ["random", "openai:nobody@http://127.0.0.1:9/v1"]
     options = {"max_retries": 0}
     asyncio.run(run_arena("TicTacToe-v0", specs, tmp_path, games_per_pair=4, policy_options=options))
-    records = read_episodes(tmp_path)
-    assert len(records) == 4 and all(record["status"] == "error" for record in records.values())
-    assert all("ConnectError" in record["error"] for record in records.values())
+    records = read_matches(tmp_path)
+    assert len(records) == 4 and all(record.status == "error" for record in records.values())
+    assert all("ConnectError" in record.error for record in records.values())
     assert asyncio.run(run_arena("TicTacToe-v0", specs, tmp_path, games_per_pair=4, policy_options=options)) == 0
     again = asyncio.run(
         run_arena("TicTacToe-v0", specs, tmp_path, games_per_pair=4, policy_options=options, retry_errors=True)
     )
-    assert again == 4 and len(read_episodes(tmp_path)) == 4
+    assert again == 4 and len(read_matches(tmp_path)) == 4
 
 
 def test_bad_arena_configurations(tmp_path: Path) -> None:

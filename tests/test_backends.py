@@ -168,21 +168,21 @@ def test_eval_runner_on_the_process_backend_plays_the_episodes_local_envs_play(t
         records = read_episodes(tmp_path / str(index)).values()
         assert len(records) == sum(item.episodes for item in items)
         for record in records:
-            assert record["status"] == "ok" and (record["success"] or policy.name == "random")
-            kwargs = {key: value for key, value in record["env_kwargs"].items() if key != "backend"}
-            env = gym.make(record["env_id"], max_episode_steps=15 if policy.name == "random" else None, **kwargs)
-            observation, _ = env.reset(seed=record["seed"], options={"task_id": record["task_id"]})
-            observations, rng = [observation], random.Random(record["seed"])
-            for turn in record["turns"]:
+            assert record.status == "ok" and (record.success or policy.name == "random")
+            kwargs = {key: value for key, value in record.env_kwargs.items() if key != "backend"}
+            env = gym.make(record.env_id, max_episode_steps=15 if policy.name == "random" else None, **kwargs)
+            observation, _ = env.reset(seed=record.seed, options={"task_id": record.task_id})
+            observations, rng = [observation], random.Random(record.seed)
+            for turn in record.turns:
                 base = env.unwrapped
                 action = base.oracle_action() if policy.name == "oracle" else base.random_action(rng)
                 observation, reward, terminated, truncated, _ = env.step(action)
                 observations.append(observation)
-                assert (turn["action"], turn["reward"], turn["terminated"], turn["truncated"]) == (
+                assert (turn.action, turn.reward, turn.terminated, turn.truncated) == (
                     action,
                     reward,
                     terminated,
                     truncated,
                 )
-            assert observations == [message["content"] for message in record["messages"] if message["role"] == "user"]
+            assert observations == [message["content"] for message in record.messages if message["role"] == "user"]
     assert all(wait_until_gone(pid) for pid in server_children())  # the runner closes envs without waiting

@@ -28,11 +28,12 @@ from test_policies import ScriptedServer
 from test_server import PUZZLES, assert_same_transitions, trajectory
 
 import agentgym
+from agentgym.evaluation.records import EpisodeRecord, to_json
+from agentgym.evaluation.results import read_episodes
+from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import OraclePolicy, RandomPolicy
 from agentgym.llm.policies.base import Episode, Message, Reply
 from agentgym.llm.policies.openai_compat import OpenAIPolicy
-from agentgym.evaluation.results import read_episodes
-from agentgym.evaluation.runner import EvalItem, run_eval
 
 NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
 #: Record fields that differ between two plays of the same episode (timings, where it ran).
@@ -103,9 +104,10 @@ def alive_node_ids() -> set[str]:
     return {node["NodeID"] for node in ray.nodes() if node["Alive"]}
 
 
-def comparable(record: dict[str, Any]) -> dict[str, Any]:
-    turns = [{key: value for key, value in turn.items() if not key.endswith("_s")} for turn in record["turns"]]
-    return {key: value for key, value in record.items() if key not in VOLATILE} | {"turns": turns}
+def comparable(record: EpisodeRecord) -> dict[str, Any]:
+    data = to_json(record)
+    turns = [{key: value for key, value in turn.items() if not key.endswith("_s")} for turn in data["turns"]]
+    return {key: value for key, value in data.items() if key not in VOLATILE} | {"turns": turns}
 
 
 # ---- envs as actors ------------------------------------------------------------------
@@ -199,9 +201,9 @@ def test_an_eval_spreads_over_both_nodes_and_records_what_a_local_eval_records(c
     asyncio.run(run_eval("oracle", OraclePolicy(), items, tmp_path / "local", concurrency=8))
     on_ray, local = read_episodes(tmp_path / "ray"), read_episodes(tmp_path / "local")
     assert on_ray.keys() == local.keys() and len(on_ray) == 16
-    assert all(record["status"] == "ok" and record["success"] for record in on_ray.values())
-    assert {record["node_id"] for record in on_ray.values()} == alive_node_ids() and len(alive_node_ids()) == 2
-    assert {record["node_id"] for record in local.values()} == {None}
+    assert all(record.status == "ok" and record.success for record in on_ray.values())
+    assert {record.node_id for record in on_ray.values()} == alive_node_ids() and len(alive_node_ids()) == 2
+    assert {record.node_id for record in local.values()} == {None}
     assert [comparable(on_ray[key]) for key in local] == [comparable(record) for record in local.values()]
 
 
@@ -226,9 +228,9 @@ def test_killing_an_env_actor_mid_episode_errors_that_episode_only(cluster: Any,
     stats = asyncio.run(run_eval("oracle", KillingPolicy(victim), items, tmp_path, concurrency=4, backend="ray"))
     records = read_episodes(tmp_path)
     assert stats.played == 8 and stats.errored == 1 and len(records) == 8
-    assert records[victim]["status"] == "error" and "EnvActorDiedError" in records[victim]["error"]
-    assert "died" in records[victim]["error"] and len(records[victim]["turns"]) == 1
-    assert all(record["status"] == "ok" for key, record in records.items() if key != victim)
+    assert records[victim].status == "error" and "EnvActorDiedError" in records[victim].error
+    assert "died" in records[victim].error and len(records[victim].turns) == 1
+    assert all(record.status == "ok" for key, record in records.items() if key != victim)
     again = asyncio.run(run_eval("oracle", OraclePolicy(), items, tmp_path, backend="ray", retry_errors=True))
     assert again.played == 1 and read_episodes(tmp_path)[victim]["status"] == "ok"
 
@@ -248,8 +250,8 @@ def test_a_run_survives_the_death_of_a_worker_node(cluster: Any, tmp_path: Path)
     assert len(alive_node_ids()) == 3
     killed_at: list[float] = []
 
-    def kill_the_node(record: dict[str, Any]) -> None:
-        if not killed_at and record["node_id"] == doomed_id:
+    def kill_the_node(record: EpisodeRecord) -> None:
+        if not killed_at and record.node_id == doomed_id:
             killed_at.append(time.time())
             threading.Thread(target=cluster.remove_node, args=(doomed,), kwargs={"allow_graceful": False}).start()
 
@@ -273,14 +275,14 @@ def test_a_run_survives_the_death_of_a_worker_node(cluster: Any, tmp_path: Path)
     while doomed_id in alive_node_ids() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert doomed_id not in alive_node_ids()
-    errored = [record for record in records if record["status"] == "error"]
+    errored = [record for record in records if record.status == "error"]
     # The episodes whose actors were on the node, or were being started there, failed: the actor died.
-    assert errored and all(record["node_id"] in (doomed_id, None) and "died" in record["error"] for record in errored)
-    assert {record["node_id"] for record in records if record["status"] == "ok"} == alive_node_ids() | {doomed_id}
-    assert any(record["started"] > _iso(killed_at[0]) for record in records if record["status"] == "ok")
+    assert errored and all(record.node_id in (doomed_id, None) and "died" in record.error for record in errored)
+    assert {record.node_id for record in records if record.status == "ok"} == alive_node_ids() | {doomed_id}
+    assert any(record.started > _iso(killed_at[0]) for record in records if record.status == "ok")
     again = asyncio.run(run_eval("random", SlowRandomPolicy(), items, tmp_path, backend="ray", retry_errors=True))
     assert again.played == len(errored) and again.errored == 0
-    assert all(record["status"] == "ok" for record in read_episodes(tmp_path).values())
+    assert all(record.status == "ok" for record in read_episodes(tmp_path).values())
 
 
 def _iso(timestamp: float) -> str:
@@ -296,7 +298,7 @@ def test_cli_eval_with_ray_address_writes_a_folder_a_local_eval_resumes(cluster:
     )
     assert on_ray.returncode == 0, on_ray.stderr
     assert "played 6 episodes (0 errored)" in on_ray.stdout and "oracle" in on_ray.stdout
-    assert {record["node_id"] for record in read_episodes(out).values()} <= alive_node_ids()
+    assert {record.node_id for record in read_episodes(out).values()} <= alive_node_ids()
     resumed = subprocess.run([*command, "--no-progress"], capture_output=True, text=True, timeout=120, check=True)
     assert "played 0 episodes" in resumed.stdout and "6 were already done" in resumed.stdout
 

@@ -6,9 +6,11 @@ seats, so luck cancels out within a pair of games. A policy is a scripted player
 game (``random``, ``minimax``, ``nash``...) or an LLM policy spec (``openai:...``,
 ``hf:...``); an LLM sees its own observations as user turns of one chat per game.
 
-Matches are written like eval episodes (``run.json`` + ``episodes.jsonl``, one record per
-finished match, crash-safe), so the same command resumes a killed arena. A match whose
-policy fails is recorded as ``"error"`` and replayed by ``--retry-errors``.
+Matches are written like eval episodes (``run.json`` + ``episodes.jsonl``, one
+:class:`~agentgym.evaluation.records.MatchRecord` per finished match, crash-safe, through the
+same resume-and-worker loop, :func:`~agentgym.evaluation.results.play_missing`), so the same
+command resumes a killed arena. A match whose policy fails is recorded as ``"error"`` and
+replayed by ``--retry-errors``.
 
 Ratings are Bradley-Terry maximum-likelihood strengths on the Elo scale (a draw counts
 half a win for each side), anchored at a mean of 1500, with 95% intervals from a
@@ -17,19 +19,18 @@ bootstrap over matches.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import math
 import random
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import agentgym
-from agentgym.evaluation.results import ResultsFolder, iter_records, read_run
+from agentgym.evaluation.records import MatchRecord, MatchTurn, Tokens
+from agentgym.evaluation.results import play_missing, read_matches, read_run
 from agentgym.evaluation.runner import stable_seed
 from agentgym.evaluation.table import format_table
 from agentgym.llm.policies import Policy, make_policy
@@ -90,19 +91,13 @@ class ArenaPlayer:
             await self.policy.aclose()
 
 
-async def play_match(game: TextGame, match: Match, players: dict[str, ArenaPlayer]) -> dict[str, Any]:
+async def play_match(game: TextGame, match: Match, players: dict[str, ArenaPlayer]) -> MatchRecord:
     """Play one match to its end; a failing player makes an ``"error"`` record."""
     clock = time.perf_counter()
     seats = dict(zip(game.possible_agents, match.seats))
-    record: dict[str, Any] = {
-        "key": match.key,
-        "seed": match.seed,
-        "seats": seats,
-        "status": "ok",
-        "error": None,
-        "turns": [],
-        "tokens": {name: {"prompt": 0, "completion": 0} for name in set(match.seats)},
-    }
+    record = MatchRecord(
+        key=match.key, seats=seats, seed=match.seed, tokens={name: Tokens() for name in set(match.seats)}
+    )
     game.reset(seed=match.seed)
     episodes = {agent: Episode(f"{match.key}/{agent}", stable_seed(match.seed, agent), None) for agent in seats}
     try:
@@ -114,21 +109,19 @@ async def play_match(game: TextGame, match: Match, players: dict[str, ArenaPlaye
             name = seats[agent]
             text = observation["text"]
             reply, prompt_tokens, completion_tokens = await players[name].move(game, agent, text, episodes[agent])
-            record["tokens"][name]["prompt"] += prompt_tokens
-            record["tokens"][name]["completion"] += completion_tokens
+            record.tokens[name].prompt += prompt_tokens
+            record.tokens[name].completion += completion_tokens
             game.step(reply)
             invalid = game.infos.get(agent, {}).get("invalid_action", False)
-            record["turns"].append({"agent": agent, "observation": text, "reply": reply, "invalid_action": invalid})
+            record.turns.append(MatchTurn(agent, text, reply, invalid))
     except Exception as error:  # a policy failed: record it, the arena goes on
-        record.update(status="error", error=f"{type(error).__name__}: {error}")
+        record.status, record.error = "error", f"{type(error).__name__}: {error}"
     outcome = game.outcome
-    if record["status"] == "ok" and outcome is not None:
-        record.update(
-            rewards={seats[agent]: reward for agent, reward in outcome.rewards.items()},
-            winner=seats.get(outcome.winner) if outcome.winner else None,
-            reason=outcome.reason,
-        )
-    record["wall_s"] = time.perf_counter() - clock
+    if record.status == "ok" and outcome is not None:
+        record.rewards = {seats[agent]: reward for agent, reward in outcome.rewards.items()}
+        record.winner = seats.get(outcome.winner) if outcome.winner else None
+        record.reason = outcome.reason
+    record.wall_s = time.perf_counter() - clock
     return record
 
 
@@ -144,7 +137,7 @@ async def run_arena(
     retry_errors: bool = False,
     policy_options: dict[str, Any] | None = None,
     on_plan: Callable[[int, int], None] | None = None,
-    on_match: Callable[[dict[str, Any]], None] | None = None,
+    on_match: Callable[[MatchRecord], None] | None = None,
 ) -> int:
     """Play (or resume) a round-robin arena into ``out``; returns how many matches this call played."""
     if len(set(specs)) < 2:
@@ -153,49 +146,39 @@ async def run_arena(
     if len(probe.possible_agents) != 2:
         raise ValueError(f"the arena plays two-player games; {game_id} has {len(probe.possible_agents)} players")
     players = {spec: ArenaPlayer(spec, probe, system_prompt, **(policy_options or {})) for spec in specs}
-    results = ResultsFolder(out)
-    results.open(
-        {
-            "kind": "arena",
-            "agentgym_version": agentgym.__version__,
-            "game": game_id,
-            "policies": specs,
-            "games_per_pair": games_per_pair,
-            "seed": seed,
-            "system_prompt": system_prompt,
-        }
-    )
-    matches = schedule(game_id, specs, games_per_pair, seed)
+    run = {
+        "kind": "arena",
+        "agentgym_version": agentgym.__version__,
+        "game": game_id,
+        "policies": specs,
+        "games_per_pair": games_per_pair,
+        "seed": seed,
+        "system_prompt": system_prompt,
+    }
+    games: dict[int, TextGame] = {}  # each worker plays on a game of its own
 
-    def finished(key: str) -> bool:
-        status = results.statuses.get(key)
-        return status is not None and (status == "ok" or not retry_errors)
-
-    pending = deque(match for match in matches if not finished(match.key))
-    if on_plan is not None:
-        on_plan(len(matches), len(matches) - len(pending))
-    played = 0
-
-    async def worker() -> None:
-        nonlocal played
-        game = make_game(game_id)
-        while pending:
-            match = pending.popleft()
-            record = await play_match(game, match, players)
-            record["game"] = game_id
-            results.append(record)
-            played += 1
-            if on_match is not None:
-                on_match(record)
-            await asyncio.sleep(0)
+    async def play(match: Match, worker: int) -> MatchRecord:
+        if worker not in games:
+            games[worker] = make_game(game_id)
+        record = await play_match(games[worker], match, players)
+        record.game = game_id
+        return record
 
     try:
-        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(pending)))))
+        tally = await play_missing(
+            out,
+            run,
+            schedule(game_id, specs, games_per_pair, seed),
+            play,
+            concurrency=concurrency,
+            retry_errors=retry_errors,
+            on_plan=on_plan,
+            on_record=on_match,
+        )
     finally:
-        results.close()
         for player in players.values():
             await player.aclose()
-    return played
+    return tally.played
 
 
 # ---- ratings ---------------------------------------------------------------------------------
@@ -249,20 +232,24 @@ def ratings(folder: Path | str, resamples: int = 200, seed: int = 0) -> list[Rat
     run = read_run(Path(folder))
     if run.get("kind") != "arena":
         raise ValueError(f"{folder} is not an arena results folder")
-    records = {record["key"]: record for record in iter_records(Path(folder))}
-    games = [record for record in records.values() if record["status"] == "ok"]
-    names = sorted({name for record in games for name in record["rewards"]}) or sorted(run["policies"])
+    # (winner, rewards by policy) of each match that finished without error; None wins a draw
+    games = [
+        (record.winner, record.rewards)
+        for record in read_matches(Path(folder)).values()
+        if record.status == "ok" and record.rewards is not None
+    ]
+    names = sorted({name for _, rewards in games for name in rewards}) or sorted(run["policies"])
     results = []
-    for record in games:
-        a, b = sorted(record["rewards"])
-        score = 0.5 if record["winner"] is None else float(record["winner"] == a)
+    for winner, rewards in games:
+        a, b = sorted(rewards)
+        score = 0.5 if winner is None else float(winner == a)
         results.append((a, b, score))
     point = bradley_terry(results, names)
     rng = random.Random(seed)
     samples = [bradley_terry([rng.choice(results) for _ in results], names) for _ in range(resamples if results else 0)]
     table = []
     for name in names:
-        mine = [record for record in games if name in record["rewards"]]
+        mine = [(winner, rewards[name]) for winner, rewards in games if name in rewards]
         values = sorted(sample[name] for sample in samples) or [point[name]]
         table.append(
             Rating(
@@ -271,10 +258,10 @@ def ratings(folder: Path | str, resamples: int = 200, seed: int = 0) -> list[Rat
                 low=values[int(0.025 * (len(values) - 1))],
                 high=values[int(0.975 * (len(values) - 1))],
                 games=len(mine),
-                wins=sum(record["winner"] == name for record in mine),
-                draws=sum(record["winner"] is None for record in mine),
-                losses=sum(record["winner"] not in (None, name) for record in mine),
-                mean_reward=sum(record["rewards"][name] for record in mine) / len(mine) if mine else 0.0,
+                wins=sum(winner == name for winner, _ in mine),
+                draws=sum(winner is None for winner, _ in mine),
+                losses=sum(winner not in (None, name) for winner, _ in mine),
+                mean_reward=sum(reward for _, reward in mine) / len(mine) if mine else 0.0,
             )
         )
     return sorted(table, key=lambda rating: -rating.rating)

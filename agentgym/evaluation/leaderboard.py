@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import agentgym
+from agentgym.evaluation.records import EpisodeRecord, RecordError, to_json
 from agentgym.evaluation.results import EPISODES_FILE, RUN_FILE, read_episodes, read_run
 from agentgym.evaluation.stats import macro_interval, wilson_interval
 from agentgym.evaluation.table import format_table
@@ -391,10 +392,6 @@ def family_of(env_id: str) -> str:
         return env_id.split("-", 1)[0].lower()
 
 
-def _env_id(record: dict[str, Any]) -> str:
-    return record.get("env_id") or record["env"].split("[", 1)[0]
-
-
 def _parse_time(text: str | None) -> float | None:
     if not text:
         return None
@@ -474,58 +471,59 @@ class _Board:
         self.seen: dict[tuple[str, str, str], str] = {}  # (policy, format, key) -> run label
         self.runs: list[RunSummary] = []
 
-    def add(self, folder: RunFolder, episodes: Iterable[dict[str, Any]], name: str | None = None) -> None:
+    def add(self, folder: RunFolder, episodes: Iterable[EpisodeRecord], name: str | None = None) -> None:
         run, label, fmt = folder.run, folder.label, action_format(folder.run)
         intervals: list[tuple[float, float]] = []
         counts = [0, 0]
         seconds = 0.0
         policy, split = name, None
         for record in episodes:
-            policy = name or record.get("policy") or policy_name(run)
-            split = record.get("split") or run.get("split", "")
+            policy = name or record.policy or policy_name(run)
+            split = record.split or run.get("split", "")
             self.splits.setdefault(split, label)
             if len(self.splits) > 1:
                 found = ", ".join(f"{name!r} ({where})" for name, where in self.splits.items())
                 raise LeaderboardError(f"a leaderboard compares one split; these runs hold {found}")
-            identity = (policy, fmt, record["key"])
+            identity = (policy, fmt, record.key)
             if identity in self.seen:
                 raise LeaderboardError(
-                    f"policy {policy!r} has episode {record['key']} in both {self.seen[identity]} and {label}; "
+                    f"policy {policy!r} has episode {record.key} in both {self.seen[identity]} and {label}; "
                     "pass each run once (use repeats within one run for more samples)"
                 )
             self.seen[identity] = label
-            env = record["env"]
+            env = record.env
             if env not in self.families:
-                self.env_ids[env] = _env_id(record)
+                self.env_ids[env] = record.env_id
                 self.families[env] = family_of(self.env_ids[env])
             sums = self.sums.setdefault((policy, fmt, env), _Sums())
             agent = self.agents.setdefault((policy, fmt), _AgentTotals())
             for holder in (sums.runs, agent.runs):
                 if label not in holder:
                     holder.append(label)
-            wall = float(record.get("wall_s") or 0.0)
+            wall = record.wall_s
             agent.episode_s += wall
             seconds += wall
-            start = _parse_time(record.get("started"))
+            start = _parse_time(record.started)
             if start is not None:
                 intervals.append((start, start + wall))
                 agent.intervals.append((start, start + wall))
-            tokens = record.get("tokens") or {}
-            agent.tokens_in += int(tokens.get("prompt") or 0)
-            agent.tokens_out += int(tokens.get("completion") or 0)
-            if record.get("status", "ok") != "ok":
+            tokens = record.tokens
+            if tokens is not None:
+                agent.tokens_in += tokens.prompt
+                agent.tokens_out += tokens.completion
+            if record.status != "ok":
                 sums.errored += 1
                 counts[1] += 1
                 continue
             counts[0] += 1
             sums.episodes += 1
-            sums.successes += bool(record.get("success"))
-            sums.score += record.get("score") or 0.0
-            sums.steps += record.get("steps") or 0
+            sums.successes += record.success
+            sums.score += record.score
+            sums.steps += record.steps
             sums.seconds += wall
-            if tokens:
-                sums.tokens_in += tokens.get("prompt") or 0
-                sums.tokens_out += tokens.get("completion") or 0
+            if tokens is not None:
+                sums.tokens_in += tokens.prompt
+                sums.tokens_out += tokens.completion
                 sums.token_episodes += 1
         self.runs.append(
             RunSummary(
@@ -690,8 +688,8 @@ def _curve(training: TrainingRun) -> LearningCurve:
     points = []
     for run in training.evals:
         episodes = read_episodes(run.path / EPISODES_FILE).values()
-        ok = [record for record in episodes if record.get("status", "ok") == "ok"]
-        successes = sum(bool(record.get("success")) for record in ok)
+        ok = [record for record in episodes if record.status == "ok"]
+        successes = sum(record.success for record in ok)
         low, high = wilson_interval(successes, len(ok))
         points.append(
             EvalPoint(run.iteration or 0, run.temperature, len(ok), successes / len(ok) if ok else None, low, high)
@@ -706,7 +704,7 @@ def _arena(folder: RunFolder) -> ArenaBoard:
 
 
 #: Called with each eval run, its index and its episodes (by key) as :func:`collect` reads them.
-RunSink = Callable[[int, RunFolder, dict[str, dict[str, Any]]], None]
+RunSink = Callable[[int, RunFolder, dict[str, EpisodeRecord]], None]
 
 
 def collect(
@@ -735,7 +733,7 @@ def collect(
     for index, folder in enumerate(found.evals):
         try:
             episodes = read_episodes(folder.path / EPISODES_FILE)
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError) as error:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecordError, KeyError, TypeError) as error:
             raise LeaderboardError(f"{folder.path} is not a readable results folder: {error!r}") from error
         name = f"{folder.training} @ iteration {folder.iteration}" if folder.training else None
         board.add(folder, episodes.values(), name)
@@ -1052,18 +1050,21 @@ def _finite(value: Any) -> Any:
 
 #: Episode fields the page's index holds; the rest of a record goes into its trajectory file.
 _INDEX_FIELDS = ("key", "env", "split", "task_id", "repeat", "policy", "status", "success", "score", "steps")
+#: Record fields the trajectory files leave out (messages are written in a shorter form).
+_NOT_SHOWN = ("schema", "messages")
 
 
-def _detail(record: dict[str, Any], system_prompt: str | None, screenshots: list[str | None] | None) -> dict[str, Any]:
+def _detail(record: EpisodeRecord, system_prompt: str | None, screenshots: list[str | None] | None) -> dict[str, Any]:
     """What the viewer shows of an episode beyond its index entry.
 
     Messages become ``[role, content]`` pairs (plus their other fields, e.g. tool calls,
     as a third item); a content equal to the run's system prompt becomes null (the page
     holds that prompt once per run). Screenshot paths are the copies beside the page.
     """
-    detail = {name: value for name, value in record.items() if name not in _INDEX_FIELDS and name != "messages"}
+    data = to_json(record)
+    detail = {name: value for name, value in data.items() if name not in _INDEX_FIELDS and name not in _NOT_SHOWN}
     messages = []
-    for message in record.get("messages") or []:
+    for message in record.messages:
         content = message.get("content")
         entry = [message.get("role"), None if content == system_prompt and message.get("role") == "system" else content]
         extra = {key: value for key, value in message.items() if key not in ("role", "content")}
@@ -1087,10 +1088,10 @@ class _PageWriter:
         self.index: list[list[Any]] = []
         self.runs: list[dict[str, Any]] = []
 
-    def __call__(self, number: int, folder: RunFolder, episodes: dict[str, dict[str, Any]]) -> None:
+    def __call__(self, number: int, folder: RunFolder, episodes: dict[str, EpisodeRecord]) -> None:
         run = folder.run
         system_prompt = run.get("system_prompt")
-        records = sorted(episodes.values(), key=lambda r: (r["env"], r.get("task_id", 0), r.get("repeat", 0)))
+        records = sorted(episodes.values(), key=lambda r: (r.env, r.task_id, r.repeat))
         name = f"{folder.training} @ iteration {folder.iteration}" if folder.training else None
         self.runs.append(
             {
@@ -1103,8 +1104,8 @@ class _PageWriter:
         blocks: dict[int, list[list[str]]] = {}  # env -> its chunks, each a list of JSON texts
         sizes: dict[int, int] = {}  # env -> bytes in its last chunk
         for record in records:
-            env = self.env_ids.setdefault(record["env"], len(self.env_ids))
-            screenshots = self._screenshots(number, folder.path, record.get("screenshots"))
+            env = self.env_ids.setdefault(record.env, len(self.env_ids))
+            screenshots = self._screenshots(number, folder.path, record.screenshots)
             detail = _json(_detail(record, system_prompt, screenshots))
             chunks = blocks.setdefault(env, [[]])
             if len(chunks[-1]) >= CHUNK_EPISODES or (chunks[-1] and sizes[env] + len(detail) > CHUNK_BYTES):
@@ -1113,21 +1114,21 @@ class _PageWriter:
             chunks[-1].append(detail)
             sizes[env] = sizes.get(env, 0) + len(detail)
             chunk, position = len(chunks) - 1, len(chunks[-1]) - 1
-            tokens = record.get("tokens") or {}
-            instruction = str(record.get("instruction") or "")[:INSTRUCTION_CHARS]
-            outcome = 0 if record.get("status", "ok") != "ok" else 2 if record.get("success") else 1
+            tokens = record.tokens
+            instruction = record.instruction[:INSTRUCTION_CHARS]
+            outcome = 0 if record.status != "ok" else 2 if record.success else 1
             self.index.append(
                 [
                     number,
                     env,
-                    record.get("task_id"),
-                    record.get("repeat", 0),
+                    record.task_id,
+                    record.repeat,
                     outcome,
-                    record.get("score"),
-                    record.get("steps"),
-                    tokens.get("prompt"),
-                    tokens.get("completion"),
-                    round(float(record.get("wall_s") or 0.0), 3),
+                    record.score,
+                    record.steps,
+                    None if tokens is None else tokens.prompt,
+                    None if tokens is None else tokens.completion,
+                    round(record.wall_s, 3),
                     chunk,
                     position,
                     self.instructions.setdefault(instruction, len(self.instructions)),

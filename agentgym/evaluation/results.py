@@ -10,17 +10,27 @@ Each episode has a ``key`` (``env/split/task_id/repeat``). A record is written w
 episode on disk and at most one partial last line, which :meth:`ResultsFolder.open`
 cuts off. When a key appears twice (an errored episode redone with ``--retry-errors``),
 the later record wins.
+
+A record is an :class:`~agentgym.evaluation.records.EpisodeRecord` (an eval) or a
+:class:`~agentgym.evaluation.records.MatchRecord` (an arena); :mod:`agentgym.evaluation.records`
+turns them into JSON and back (upgrading older versions). :func:`play_missing` is the
+resume-and-worker loop that both ``run_eval`` and ``run_arena`` use.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol, TypeVar
 
 import orjson
+
+from agentgym.evaluation.records import EpisodeRecord, MatchRecord, Record, episode_from_json, match_from_json, to_json
 
 RUN_FILE = "run.json"
 EPISODES_FILE = "episodes.jsonl"
@@ -31,10 +41,11 @@ def episode_key(env_id: str, split: str, task_id: int, repeat: int) -> str:
     return f"{env_id}/{split}/{task_id}/{repeat}"
 
 
-def iter_records(path: Path) -> Iterator[dict[str, Any]]:
-    """The records of a results folder (or an ``episodes.jsonl`` path) in file order.
+def iter_json(path: Path) -> Iterator[dict[str, Any]]:
+    """The raw JSON objects of a results folder (or an ``episodes.jsonl`` path) in file order.
 
-    A final line without its newline (a write cut short by a crash) is skipped.
+    A final line without its newline (a write cut short by a crash) is skipped. Readers want
+    the typed :func:`iter_episodes` / :func:`iter_matches`.
     """
     path = Path(path)
     if path.is_dir():
@@ -55,9 +66,24 @@ def _decode(line: bytes) -> dict[str, Any]:
         return json.loads(line)
 
 
-def read_episodes(path: Path) -> dict[str, dict[str, Any]]:
-    """The episodes of a results folder by key, later records of a key winning."""
-    return {record["key"]: record for record in iter_records(path)}
+def iter_episodes(path: Path) -> Iterator[EpisodeRecord]:
+    """The eval episodes of a results folder (or an ``episodes.jsonl`` path) in file order, typed."""
+    return map(episode_from_json, iter_json(path))
+
+
+def iter_matches(path: Path) -> Iterator[MatchRecord]:
+    """The matches of an arena results folder (or its ``episodes.jsonl``) in file order, typed."""
+    return map(match_from_json, iter_json(path))
+
+
+def read_episodes(path: Path) -> dict[str, EpisodeRecord]:
+    """The eval episodes of a results folder by key, later records of a key winning."""
+    return {record.key: record for record in iter_episodes(path)}
+
+
+def read_matches(path: Path) -> dict[str, MatchRecord]:
+    """The matches of an arena results folder by key, later records of a key winning."""
+    return {record.key: record for record in iter_matches(path)}
 
 
 def read_run(folder: Path) -> dict[str, Any]:
@@ -97,15 +123,15 @@ class ResultsFolder:
             _atomic_write(run_path, json.dumps(run, indent=2) + "\n")
         episodes_path = self.folder / EPISODES_FILE
         _cut_partial_line(episodes_path)
-        self.statuses = {record["key"]: record["status"] for record in iter_records(episodes_path)}
+        self.statuses = {record["key"]: record.get("status") or "ok" for record in iter_json(episodes_path)}
         self._file = episodes_path.open("ab")
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Write one finished episode (one write call, flushed to the OS)."""
+    def append(self, record: Record) -> None:
+        """Write one finished episode or match (one write call, flushed to the OS)."""
         assert self._file is not None, "open() the folder first"
-        self._file.write(encode_record(record) + b"\n")
+        self._file.write(encode_record(to_json(record)) + b"\n")
         self._file.flush()
-        self.statuses[record["key"]] = record["status"]
+        self.statuses[record.key] = record.status
 
     def close(self) -> None:
         if self._file is not None:
@@ -115,8 +141,82 @@ class ResultsFolder:
             self._file = None
 
 
+class Planned(Protocol):
+    """Anything planned in a run (an episode, a match): its key names its record."""
+
+    @property
+    def key(self) -> str: ...
+
+
+P = TypeVar("P", bound=Planned)
+R = TypeVar("R", EpisodeRecord, MatchRecord)
+
+
+@dataclass
+class Tally:
+    """What one invocation of :func:`play_missing` did."""
+
+    planned: int  #: items in the run's plan
+    skipped: int  #: of those, the ones the folder already held
+    played: int = 0
+    errored: int = 0
+
+
+async def play_missing(
+    out: Path | str,
+    run: dict[str, Any],
+    planned: Sequence[P],
+    play: Callable[[P, int], Awaitable[R]],
+    *,
+    concurrency: int,
+    retry_errors: bool = False,
+    on_plan: Callable[[int, int], None] | None = None,
+    on_record: Callable[[R], None] | None = None,
+) -> Tally:
+    """Open (or resume) the results folder ``out`` for ``run`` and play what it lacks of ``planned``.
+
+    An item is done when the folder holds a record of its key (with ``retry_errors``, an
+    ``"ok"`` record). The rest are played by ``min(concurrency, missing)`` workers on this
+    event loop: ``play(item, worker)`` (``worker``: the worker's index, for state a worker
+    keeps, such as the arena's game) returns the record, which is appended at once. Raises
+    ``ValueError`` when ``out`` holds a different run. ``on_plan(total, already_done)`` is
+    called once before playing, ``on_record(record)`` after each append; the folder is
+    closed (flushed and synced) however the workers end.
+    """
+    results = ResultsFolder(out)
+    results.open(run)
+    try:
+
+        def finished(key: str) -> bool:
+            status = results.statuses.get(key)
+            return status is not None and (status == "ok" or not retry_errors)
+
+        pending = deque(item for item in planned if not finished(item.key))
+        tally = Tally(planned=len(planned), skipped=len(planned) - len(pending))
+        if on_plan is not None:
+            on_plan(tally.planned, tally.skipped)
+
+        async def worker(number: int) -> None:
+            while pending:
+                record = await play(pending.popleft(), number)
+                await asyncio.sleep(0)  # let other items in even if this one never waited
+                results.append(record)
+                tally.played += 1
+                tally.errored += record.status == "error"
+                if on_record is not None:
+                    on_record(record)
+
+        await asyncio.gather(*(worker(number) for number in range(min(concurrency, len(pending)))))
+    finally:
+        results.close()
+    return tally
+
+
 def encode_record(record: dict[str, Any]) -> bytes:
-    """One JSON line (without newline): orjson, or ``json`` for text orjson refuses (lone surrogates)."""
+    """A record's JSON object (:func:`~agentgym.evaluation.records.to_json`) as one line without newline.
+
+    orjson, or ``json`` for text orjson refuses (lone surrogates).
+    """
     try:
         return orjson.dumps(record, default=_jsonable, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
     except orjson.JSONEncodeError:

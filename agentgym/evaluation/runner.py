@@ -16,6 +16,10 @@ there is none it closes a free env of another item, or waits for an env to be fr
 actor that dies, alone or with its node, fails its episode like a crashed env: it is recorded
 ``"error"`` (``--retry-errors`` plays it again) and the run goes on with the other actors.
 Each record holds the ``node_id`` of the Ray node its env ran on (None for other backends).
+
+Each episode becomes an :class:`~agentgym.evaluation.records.EpisodeRecord` (its fields:
+docs/results.md); :func:`~agentgym.evaluation.results.play_missing` is the resume-and-worker
+loop (skip what the folder holds, ``concurrency`` workers, append each record as it finishes).
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ import hashlib
 import queue
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -38,7 +41,8 @@ import gymnasium as gym
 
 import agentgym
 from agentgym.evaluation.fingerprint import recorded_fingerprint
-from agentgym.evaluation.results import ResultsFolder, episode_key
+from agentgym.evaluation.records import EpisodeRecord, Tokens, Turn
+from agentgym.evaluation.results import Tally, episode_key, play_missing
 from agentgym.llm.policies.base import Episode, Policy
 from agentgym.registry import env_info, inline_safe
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat, ChatWrapper
@@ -212,114 +216,80 @@ def _close_quietly(env: gym.Env) -> None:
 
 
 @dataclass
-class RunStats:
-    """What ``run_eval`` did in this invocation."""
+class RunStats(Tally):
+    """What ``run_eval`` did in this invocation: the episodes planned, skipped, played and errored, and more."""
 
-    planned: int
-    skipped: int
-    played: int = 0
-    errored: int = 0
-    steps: int = 0
+    steps: int = 0  #: env steps of the episodes played
     wall_s: float = 0.0
 
 
 class Runner:
-    """Plays planned episodes with one policy and writes them to a results folder."""
+    """Plays planned episodes with one policy, each into an :class:`EpisodeRecord`; ``close`` closes its envs.
+
+    ``folder`` is the results folder (screenshots of visual envs go into it).
+    """
 
     def __init__(
         self,
         policy: Policy,
-        results: ResultsFolder,
+        folder: Path,
         *,
-        concurrency: int = 64,
         system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
         history_window: int | None = None,
         env_timeout_s: float = 120.0,
         backend: str | None = None,
-        on_episode: Callable[[dict[str, Any]], None] | None = None,
         action_format: ActionFormat = "text",
     ) -> None:
         self.policy = policy
         self.action_format = action_format
-        self.results = results
-        self.concurrency = concurrency
+        self.folder = folder
         self.system_prompt = system_prompt
         self.history_window = history_window
         self.env_timeout_s = env_timeout_s
         self.backend = backend
-        self.on_episode = on_episode
         self._pools: dict[str, list[EnvHost]] = {}
         #: Every env made and not closed (free or in use), and a condition notified when one is freed or closed.
         self._hosts: set[EnvHost] = set()
         self._changed = asyncio.Condition()
 
-    async def run(self, episodes: list[PlannedEpisode], stats: RunStats) -> None:
-        """Play ``episodes`` with ``concurrency`` workers; each record is written as it finishes."""
-        pending = deque(episodes)
+    def close(self) -> None:
+        """Close every env this runner made (hung ones are left to their threads)."""
+        for host in list(self._hosts):
+            self._close(host)
+        self._pools.clear()
 
-        async def worker() -> None:
-            while pending:
-                record = await self.play(pending.popleft())
-                await asyncio.sleep(0)  # let other episodes in even if this one never waited
-                self.results.append(record)
-                stats.played += 1
-                stats.errored += record["status"] == "error"
-                stats.steps += record["steps"]
-                if self.on_episode is not None:
-                    self.on_episode(record)
-
-        try:
-            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(episodes)))))
-        finally:
-            for host in list(self._hosts):
-                self._close(host)
-            self._pools.clear()
-
-    async def play(self, planned: PlannedEpisode) -> dict[str, Any]:
+    async def play(self, planned: PlannedEpisode, worker: int = 0) -> EpisodeRecord:
         """One episode, start to end; failures become an ``"error"`` record, never an exception."""
         started, clock = _now(), time.perf_counter()
-        record: dict[str, Any] = {
-            "key": planned.key,
-            "env": planned.item.label,
-            "env_id": planned.item.env,
-            "env_kwargs": planned.item.kwargs,
-            "split": planned.item.split,
-            "task_id": planned.task_id,
-            "repeat": planned.repeat,
-            "seed": planned.seed,
-            "policy": self.policy.name,
-            "status": "ok",
-            "error": None,
-            "success": False,
-            "score": 0.0,
-            "return": 0.0,
-            "steps": 0,
-            "terminated": False,
-            "truncated": False,
-            "instruction": "",
-            "messages": [],
-            "turns": [],
-            "tokens": {"prompt": 0, "completion": 0},
-            "node_id": None,
-            "started": started,
-        }
+        record = EpisodeRecord(
+            key=planned.key,
+            env=planned.item.label,
+            env_id=planned.item.env,
+            env_kwargs=planned.item.kwargs,
+            split=planned.item.split,
+            task_id=planned.task_id,
+            repeat=planned.repeat,
+            seed=planned.seed,
+            policy=self.policy.name,
+            started=started,
+        )
         host, broken = None, False
         try:
             host = await self._acquire(planned.item)
-            record["node_id"] = host.node_id
+            record.node_id = host.node_id
             await self._play_turns(host, planned, record)
         except EnvFailure as failure:
-            record.update(status="error", error=str(failure))
+            record.status, record.error = "error", str(failure)
             broken = True
         except Exception as error:  # the policy failed; the env is still sound
-            record.update(status="error", error=f"policy {type(error).__name__}: {error}")
+            record.status, record.error = "error", f"policy {type(error).__name__}: {error}"
         finally:
             if host is not None:
                 await self._release(host, broken)
-        record["messages"] = list(record["messages"])
-        if record["status"] == "error":
-            record.update(success=False, score=0.0)
-        record["wall_s"] = time.perf_counter() - clock
+        record.messages = list(record.messages)
+        if record.status == "error":
+            record.success, record.score = False, 0.0
+        record.wall_s = time.perf_counter() - clock
         return record
 
     async def _acquire(self, item: EvalItem) -> EnvHost:
@@ -379,7 +349,7 @@ class Runner:
 
         return await asyncio.to_thread(has_room, actors, item.env, item.kwargs)
 
-    async def _play_turns(self, host: EnvHost, planned: PlannedEpisode, record: dict[str, Any]) -> None:
+    async def _play_turns(self, host: EnvHost, planned: PlannedEpisode, record: EpisodeRecord) -> None:
         chat = host.chat
         assert chat is not None
         run_in_env = None if host.inline else host.call
@@ -387,14 +357,15 @@ class Runner:
         options = {"task_id": planned.task_id}
         recorder = chat.env if isinstance(chat.env, ScreenshotRecorder) else None
         if recorder is not None:  # screenshots of dict observations go to OUT/screenshots/<episode>/N.png
-            folder = self.results.folder
+            folder = self.folder
             recorder.record_to(folder / "screenshots" / _file_name(planned.key), relative_to=folder)
         messages, info = await host.call(lambda: chat.reset(seed=planned.seed, options=options))
         if recorder is not None and any(recorder.saved):
-            record["screenshots"] = recorder.saved  # observation N's file; the list grows with each step
-        record["instruction"] = info.get("instruction", "")
-        record["messages"] = chat.transcript
-        turns, tokens = record["turns"], record["tokens"]
+            record.screenshots = recorder.saved  # observation N's file; the list grows with each step
+        record.instruction = info.get("instruction", "")
+        record.messages = chat.transcript
+        turns = record.turns
+        tokens = record.tokens = Tokens()
         act, call, clock = self.policy.act, host.call, time.perf_counter
         while True:
             started = clock()
@@ -407,33 +378,30 @@ class Runner:
             for key in REDUNDANT_INFO:
                 turn_info.pop(key, None)
             turns.append(
-                {
-                    "action": action,
-                    "reward": reward,
-                    "invalid_action": invalid,
-                    "terminated": terminated,
-                    "truncated": truncated,
-                    "info": turn_info,
-                    "policy_s": replied - started,
-                    "env_s": clock() - replied,
-                    "prompt_tokens": reply.prompt_tokens,
-                    "completion_tokens": reply.completion_tokens,
-                }
+                Turn(
+                    action=action,
+                    reward=reward,
+                    invalid_action=invalid,
+                    terminated=terminated,
+                    truncated=truncated,
+                    info=turn_info,
+                    policy_s=replied - started,
+                    env_s=clock() - replied,
+                    prompt_tokens=reply.prompt_tokens,
+                    completion_tokens=reply.completion_tokens,
+                    # the calls as the model made them (the env's reading is in info["tool_call"])
+                    tool_calls=reply.tool_calls or None,
+                )
             )
-            if reply.tool_calls:  # the calls as the model made them (the env's reading is in info["tool_call"])
-                turns[-1]["tool_calls"] = reply.tool_calls
-            tokens["prompt"] += reply.prompt_tokens
-            tokens["completion"] += reply.completion_tokens
-            record["return"] += reward
+            tokens.prompt += reply.prompt_tokens
+            tokens.completion += reply.completion_tokens
+            record.return_ += reward
             if terminated or truncated:
                 break
-        record.update(
-            success=bool(info.get("success", False)),
-            score=float(info.get("score", 0.0)),
-            steps=len(turns),
-            terminated=terminated,
-            truncated=truncated,
-        )
+        record.success = bool(info.get("success", False))
+        record.score = float(info.get("score", 0.0))
+        record.steps = len(turns)
+        record.terminated, record.truncated = terminated, truncated
 
 
 def _file_name(key: str) -> str:
@@ -488,7 +456,7 @@ async def run_eval(
     retry_errors: bool = False,
     backend: str | None = None,
     suite: str | None = None,
-    on_episode: Callable[[dict[str, Any]], None] | None = None,
+    on_episode: Callable[[EpisodeRecord], None] | None = None,
     on_plan: Callable[[int, int], None] | None = None,
     action_format: ActionFormat = "text",
 ) -> RunStats:
@@ -502,7 +470,6 @@ async def run_eval(
     """
     if action_format == "tools" and system_prompt == DEFAULT_SYSTEM_PROMPT:
         system_prompt = DEFAULT_TOOLS_SYSTEM_PROMPT  # the text prompt asks for 'Action:' lines
-    results = ResultsFolder(out)
     description = run_description(
         policy_spec,
         policy,
@@ -513,32 +480,36 @@ async def run_eval(
         suite=suite,
         action_format=action_format,
     )
-    results.open(description)
     planned = plan(items, seed)
-
-    def finished(key: str) -> bool:
-        status = results.statuses.get(key)
-        return status is not None and (status == "ok" or not retry_errors)
-
-    todo = [episode for episode in planned if not finished(episode.key)]
-    stats = RunStats(planned=len(planned), skipped=len(planned) - len(todo))
-    if on_plan is not None:
-        on_plan(len(planned), stats.skipped)
     runner = Runner(
         policy,
-        results,
-        concurrency=concurrency,
+        Path(out),
         system_prompt=system_prompt,
         history_window=history_window,
         env_timeout_s=env_timeout_s,
         backend=backend,
-        on_episode=on_episode,
         action_format=action_format,
     )
+    steps = 0
+
+    def finished(record: EpisodeRecord) -> None:
+        nonlocal steps
+        steps += record.steps
+        if on_episode is not None:
+            on_episode(record)
+
     clock = time.perf_counter()
     try:
-        await runner.run(todo, stats)
+        tally = await play_missing(
+            out,
+            description,
+            planned,
+            runner.play,
+            concurrency=concurrency,
+            retry_errors=retry_errors,
+            on_plan=on_plan,
+            on_record=finished,
+        )
     finally:
-        stats.wall_s = time.perf_counter() - clock
-        results.close()
-    return stats
+        runner.close()
+    return RunStats(**vars(tally), steps=steps, wall_s=time.perf_counter() - clock)

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from agentgym.evaluation.records import EpisodeRecord
 from agentgym.evaluation.runner import EvalItem, run_eval, stable_seed
 from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams, autocast
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
@@ -361,7 +362,7 @@ class Trainer:
             EvalItem(env.id, config.eval_episodes, split, config.rollout.turns_at(self.iteration), env.kwargs)
             for env in config.envs
         ]
-        records: list[dict[str, Any]] = []
+        records: list[EpisodeRecord] = []
         name = f"iteration-{self.iteration:06d}" + (f"-temperature-{temperature:g}" if temperature > 0 else "")
         name += f"-{split}" if split != config.eval_split else ""
 
@@ -383,10 +384,10 @@ class Trainer:
                 await policy.aclose()
 
         asyncio.run(run())
-        ok = [record for record in records if record["status"] == "ok"]
+        ok = [record for record in records if record.status == "ok"]
         return {
-            "eval_success_rate": sum(r["success"] for r in ok) / max(len(ok), 1),
-            "eval_score_mean": sum(r["score"] for r in ok) / max(len(ok), 1),
+            "eval_success_rate": sum(r.success for r in ok) / max(len(ok), 1),
+            "eval_score_mean": sum(r.score for r in ok) / max(len(ok), 1),
             "eval_errors": len(records) - len(ok),
         }
 
