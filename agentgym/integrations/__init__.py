@@ -12,6 +12,8 @@ One module per protocol, each importing its library (install the matching extra)
   its registry (``agentgym[skyrl]``; docs/train-with-skyrl.md);
 * :mod:`agentgym.integrations.openrlhf` - ``AgentGymExecutor``, OpenRLHF's multi-turn agent
   executor (``--train.agent_func_path``; docs/train-with-openrlhf.md).
+* :mod:`agentgym.integrations.verl` - ``AgentGymAgentLoop``, verl's agent loop ``"agentgym"``
+  (verl installs apart: docs/train-with-verl.md, :mod:`agentgym.integrations.venvs`).
 
 ``import agentgym`` imports none of them. See docs/integrations.md.
 """
