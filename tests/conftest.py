@@ -60,12 +60,19 @@ def browser() -> Iterator[Any]:
         browser.close()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def alfworld_tiny_games(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """ALFWorld-v0 plays a tiny set of genuine ALFWorld-format games (the real ones cannot be downloaded here)."""
+@pytest.fixture(scope="session")
+def alfworld_games(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny set of genuine ALFWorld-format games (the real ones cannot be downloaded here), written once."""
     from agentgym.environments.alfworld.tiny import write_tiny_games
 
-    root = write_tiny_games(tmp_path_factory.mktemp("alfworld"))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ALFWORLD_DATA", str(root))
-        yield root
+    return write_tiny_games(tmp_path_factory.mktemp("alfworld"))
+
+
+@pytest.fixture
+def alfworld_data(alfworld_games: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``$ALFWORLD_DATA`` set to the tiny games for one test, so that ``gym.make("ALFWorld-v0")`` finds them.
+
+    Requested by the tests that make every registered id (``@pytest.mark.usefixtures("alfworld_data")``).
+    """
+    monkeypatch.setenv("ALFWORLD_DATA", str(alfworld_games))
+    return alfworld_games

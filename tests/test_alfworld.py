@@ -20,17 +20,12 @@ pytest.importorskip("textworld")
 
 from agentgym.environments.alfworld import SPLITS  # noqa: E402
 from agentgym.environments.alfworld.env import ALFWorldDataMissing, collect_games  # noqa: E402
-from agentgym.environments.alfworld.tiny import TINY_GAMES, write_tiny_games  # noqa: E402
+from agentgym.environments.alfworld.tiny import TINY_GAMES  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_tiny_games(tmp_path_factory.mktemp("alfworld"))
-
-
-@pytest.fixture(scope="module")
-def env(tiny_data: Path) -> gym.Env:
-    made = gym.make("ALFWorld-v0", data_dir=str(tiny_data))
+def env(alfworld_games: Path) -> gym.Env:
+    made = gym.make("ALFWorld-v0", data_dir=str(alfworld_games))
     yield made
     made.close()
 
@@ -62,8 +57,8 @@ def test_registry_and_list_work_without_data(monkeypatch: pytest.MonkeyPatch, ca
     assert "ALFWorld-v0" in capsys.readouterr().out
 
 
-def test_tiny_games_are_in_alfworld_format(tiny_data: Path) -> None:
-    games = sorted((tiny_data / "json_2.1.1").glob("*/*/*/game.tw-pddl"))
+def test_tiny_games_are_in_alfworld_format(alfworld_games: Path) -> None:
+    games = sorted((alfworld_games / "json_2.1.1").glob("*/*/*/game.tw-pddl"))
     assert len(games) == sum(TINY_GAMES.values())
     task_types = set()
     for game_file in games:
@@ -82,8 +77,8 @@ def test_the_oracle_solves_every_tiny_game(env: gym.Env) -> None:
     assert all(result.score == 1.0 and result.total_reward == 1.0 for result in results)
 
 
-def test_check_env_on_the_tiny_set(tiny_data: Path) -> None:
-    with gym.make("ALFWorld-v0", data_dir=str(tiny_data / "json_2.1.1")) as made:
+def test_check_env_on_the_tiny_set(alfworld_games: Path) -> None:
+    with gym.make("ALFWorld-v0", data_dir=str(alfworld_games / "json_2.1.1")) as made:
         check_env(made.unwrapped)
 
 
@@ -112,9 +107,9 @@ def test_tasks_beyond_the_folder_raise_and_drawn_tasks_exist(env: gym.Env) -> No
     assert drawn <= set(SPLITS.ids("test")[:6]) and len(drawn) > 1
 
 
-def test_collect_games_keeps_what_alfworld_keeps(tiny_data: Path, tmp_path: Path) -> None:
+def test_collect_games_keeps_what_alfworld_keeps(alfworld_games: Path, tmp_path: Path) -> None:
     split = tmp_path / "json_2.1.1" / "train"
-    shutil.copytree(tiny_data / "json_2.1.1" / "train", split)
+    shutil.copytree(alfworld_games / "json_2.1.1" / "train", split)
     kept = collect_games(split)
     first = kept[0].parent.parent
     shutil.copytree(first, split / "pick_and_place_with_movable_recep-Pen-Mug-Desk-309")
@@ -125,11 +120,11 @@ def test_collect_games_keeps_what_alfworld_keeps(tiny_data: Path, tmp_path: Path
     assert collect_games(split) == tuple(game for game in kept if game != unsolvable)
 
 
-def test_envs_on_several_threads_play_their_games(tiny_data: Path) -> None:
+def test_envs_on_several_threads_play_their_games(alfworld_games: Path) -> None:
     """The eval runner steps each env on a thread of its own: TextWorld's PDDL parsers must not race."""
 
     def play(first: int) -> list[bool]:
-        with gym.make("ALFWorld-v0", data_dir=str(tiny_data)) as env:
+        with gym.make("ALFWorld-v0", data_dir=str(alfworld_games)) as env:
             return [play_oracle(env, task_id).success for task_id in tiny_task_ids()[first : first + 3]]
 
     with ThreadPoolExecutor(max_workers=4) as pool:

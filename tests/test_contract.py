@@ -86,6 +86,7 @@ def test_families_are_registered() -> None:
     assert {"sokoban", "frozenlake", "maze", "wordle"} <= families
 
 
+@pytest.mark.usefixtures("alfworld_data")
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_contract_and_fingerprint(env_id: str) -> None:
     """check_text_env passes, and the id's tasks still have their recorded fingerprint (agentgym/evaluation/fingerprints.json)."""
@@ -97,6 +98,7 @@ def test_contract_and_fingerprint(env_id: str) -> None:
     check_fingerprint(env_id, env)
 
 
+@pytest.mark.usefixtures("alfworld_data")
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_metadata_matches_env(env_id: str) -> None:
     info = agentgym.env_info(env_id)
@@ -157,6 +159,7 @@ def test_step_never_raises_on_any_string(env_id: str, replies: list[str]) -> Non
     check_replies(shared_env(env_id), replies)
 
 
+@pytest.mark.usefixtures("alfworld_data")
 @pytest.mark.parametrize("env_id", SLOW_IDS)
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(replies=st.lists(HOSTILE_REPLY_STRATEGY, min_size=1, max_size=4))

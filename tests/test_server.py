@@ -197,6 +197,7 @@ def every_env_url() -> Iterator[str]:
         yield address
 
 
+@pytest.mark.usefixtures("alfworld_data")
 @pytest.mark.parametrize("env_id", sampled([info.id for info in agentgym.list_envs()]))
 def test_every_registered_env_plays_the_same_episode_remotely(every_env_url: str, env_id: str) -> None:
     runs = []

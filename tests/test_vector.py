@@ -135,6 +135,7 @@ def plain(value: Any) -> Any:
     return value
 
 
+@pytest.mark.usefixtures("alfworld_data")
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("family", sorted(CASES))
 def test_make_vec_sub_envs_play_as_plain_envs(family: str, mode: str) -> None:
