@@ -44,6 +44,8 @@ except ImportError:  # not in OpenRLHF's venv: make it and run there
 
 import json  # noqa: E402
 
+import torch  # noqa: E402
+
 from agentgym.integrations import openrlhf as adapter  # noqa: E402
 
 try:
@@ -92,8 +94,13 @@ def main() -> None:
     parser.add_argument("--max-turns", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=2, help="tiny-model runs per path (best kept)")
+    parser.add_argument(
+        "--torch-threads", type=int, default=1, help="intra-op threads (a worker thread decodes on 1; keep paths equal)"
+    )
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
+    load = os.getloadavg()[0]  # the machine may be shared: say how busy it was
+    torch.set_num_threads(args.torch_threads)
 
     replies = scripted_replies(args.env, list(range(args.scripted_episodes)), args.max_turns)
     task_ids = list(range(args.episodes))
@@ -142,7 +149,8 @@ def main() -> None:
     setup = (
         f"{args.env}, scripted: {args.scripted_episodes} episodes of up to {args.max_turns} random actions; "
         f"tiny model: {args.episodes} episodes, {args.max_turns} turns, {args.max_new_tokens} new tokens, "
-        f"best of {args.repeat}; openrlhf {version('openrlhf')} (--no-deps venv)"
+        f"best of {args.repeat}, {args.torch_threads} torch thread(s); load average {load:.1f} at start; "
+        f"openrlhf {version('openrlhf')} (--no-deps venv)"
     )
     data = {
         "env": args.env,

@@ -22,11 +22,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
 
 import skyrl_gym
+import torch
 
 import agentgym.integrations.skyrl  # noqa: F401  (registers agentgym:<ID> with skyrl-gym)
 from agentgym.llm.generation import Generator
@@ -94,8 +96,13 @@ def main() -> None:
     parser.add_argument("--max-turns", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=2, help="tiny-model runs per path (best kept)")
+    parser.add_argument(
+        "--torch-threads", type=int, default=1, help="intra-op threads (a worker thread decodes on 1; keep paths equal)"
+    )
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
+    load = os.getloadavg()[0]  # the machine may be shared: say how busy it was
+    torch.set_num_threads(args.torch_threads)
 
     replies = scripted_replies(args.env, list(range(args.scripted_episodes)), args.max_turns)
     plain_episodes(args.env, dict(list(replies.items())[:5]))  # warm up: imports, first env
@@ -138,7 +145,7 @@ def main() -> None:
     setup = (
         f"{args.env}, scripted: {args.scripted_episodes} episodes of up to {args.max_turns} random actions; "
         f"tiny model: {args.episodes} episodes, {args.max_turns} turns, {args.max_new_tokens} new tokens, "
-        f"best of {args.repeat}, "
+        f"best of {args.repeat}, {args.torch_threads} torch thread(s); load average {load:.1f} at start, "
         f"skyrl-gym {_version('skyrl-gym')}"
     )
     data = {
