@@ -1,6 +1,6 @@
 """Rollout throughput through OpenRLHF's multi-turn agent executor against agentgym's own paths (CPU, one run).
 
-OpenRLHF 0.11.2 lives in its own venv (``agentgym.integrations.openrlhf_venv``): run from
+OpenRLHF 0.11.2 lives in its own venv (``agentgym.integrations.venvs``, entry ``openrlhf``): run from
 the main environment, this script makes that venv if needed and runs itself there. Two
 workloads on the same env and tasks, all episodes concurrent (``asyncio.gather`` of
 ``AgentGymExecutor().execute``, as OpenRLHF's rollout actor runs them):
@@ -37,9 +37,9 @@ try:
     import openrlhf  # noqa: F401
 except ImportError:  # not in OpenRLHF's venv: make it and run there
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from agentgym.integrations.openrlhf_venv import ensure_venv
+    from agentgym.integrations.venvs import ensure
 
-    python = ensure_venv()
+    python = ensure("openrlhf")
     sys.exit(subprocess.run([str(python), os.path.abspath(__file__), *sys.argv[1:]]).returncode)
 
 import json  # noqa: E402

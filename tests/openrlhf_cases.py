@@ -1,7 +1,7 @@
 """OpenRLHF's own multi-turn agent executor playing agentgym envs (run by tests/test_openrlhf.py).
 
 Not collected by the main test run: it needs ``openrlhf``, which lives in its own venv
-(:mod:`agentgym.integrations.openrlhf_venv`); tests/test_openrlhf.py runs this file with
+(:mod:`agentgym.integrations.venvs`, entry ``openrlhf``); tests/test_openrlhf.py runs this file with
 that venv's python. The executor is OpenRLHF's ``MultiTurnAgentExecutor.execute`` (via
 :class:`AgentGymExecutor`); the engine is scripted (oracle replies as token ids) or
 :class:`LocalEngine` over a tiny model, standing in for OpenRLHF's vLLM rollout actor.

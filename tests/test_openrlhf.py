@@ -4,7 +4,7 @@ OpenRLHF 0.11.2 cannot be installed next to the CPU torch (its wheel requires fl
 and deepspeed, CUDA builds, and pins transformers), so this test makes a venv holding
 ``openrlhf`` installed with ``--no-deps`` (plus ``pylatexenc``), with this environment's
 torch, transformers and agentgym visible through a ``.pth`` file
-(:mod:`agentgym.integrations.openrlhf_venv`; made once, cached under
+(:mod:`agentgym.integrations.venvs`, entry ``openrlhf``; made once, cached under
 ``~/.cache/agentgym/venvs``), and runs tests/openrlhf_cases.py there.
 """
 
@@ -15,14 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from agentgym.integrations.openrlhf_venv import OPENRLHF_VERSION, ensure_venv
+from agentgym.integrations.venvs import ensure, spec
+
+OPENRLHF_VERSION = next(p for p in spec("openrlhf")["packages"] if p.startswith("openrlhf==")).split("==")[1]
 
 TESTS = Path(__file__).parent
 
 
 def test_openrlhf_agent_executor_plays_agentgym_envs(tmp_path: Path) -> None:
     try:
-        python = ensure_venv()
+        python = ensure("openrlhf")
     except subprocess.CalledProcessError as error:
         pytest.fail(f"could not make OpenRLHF {OPENRLHF_VERSION}'s venv: {error}")
     command = [str(python), "-m", "pytest", "openrlhf_cases.py", "-q", "-p", "no:cacheprovider"]
