@@ -3,10 +3,11 @@
 Some frameworks pin versions this environment cannot take (verl 0.9.1 requires
 ``transformers<5.11`` and hydra's ``omegaconf<2.4``; OpenRLHF 0.11.2 requires flash-attn and
 deepspeed, CUDA builds; their full installs pull CUDA torch builds). Their agent-facing
-modules still run on CPU with a handful of packages. A side venv, listed in ``venvs.yaml`` next to this file, holds exactly those packages (installed
-with ``--no-deps``); a ``.pth`` file then adds this environment's site-packages *after*
-its own, so its pinned packages win and torch, numpy, ray and agentgym itself (editable
-or not) come from here: nothing large is downloaded again.
+modules still run on CPU with a handful of packages. A side venv, listed in ``venvs.yaml``
+next to this file, holds exactly those packages (installed with ``--no-deps``); a ``.pth``
+file then adds this environment's site-packages *after* its own, so its pinned packages win
+and torch, numpy, ray and agentgym itself (editable or not) come from here: nothing large is
+downloaded again.
 
     python -m agentgym.integrations.venvs verl       # makes it once, prints its python
     python -m agentgym.integrations.venvs openrlhf
