@@ -232,7 +232,7 @@ def test_killing_an_env_actor_mid_episode_errors_that_episode_only(cluster: Any,
     assert "died" in records[victim].error and len(records[victim].turns) == 1
     assert all(record.status == "ok" for key, record in records.items() if key != victim)
     again = asyncio.run(run_eval("oracle", OraclePolicy(), items, tmp_path, backend="ray", retry_errors=True))
-    assert again.played == 1 and read_episodes(tmp_path)[victim]["status"] == "ok"
+    assert again.played == 1 and read_episodes(tmp_path)[victim].status == "ok"
 
 
 class SlowRandomPolicy(RandomPolicy):
