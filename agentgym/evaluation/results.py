@@ -123,6 +123,7 @@ class ResultsFolder:
             _atomic_write(run_path, json.dumps(run, indent=2) + "\n")
         episodes_path = self.folder / EPISODES_FILE
         _cut_partial_line(episodes_path)
+        # Only key and status, read raw (every schema version has them): a resume need not build the records.
         self.statuses = {record["key"]: record.get("status") or "ok" for record in iter_json(episodes_path)}
         self._file = episodes_path.open("ab")
 
