@@ -383,7 +383,6 @@ def throughput(model: Path, url: str, device: str, shape: Shape) -> dict[str, An
     hf_s = time.perf_counter() - clock
     new = output[:, width:]
     hf_tokens = int(sum((row != pad).sum() for row in new))
-    del generator, hf_model
     return {
         "batch": len(prompts),
         "max_tokens": max_tokens,
