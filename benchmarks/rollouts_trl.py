@@ -72,7 +72,9 @@ def main() -> None:
         output_dir=tempfile.mkdtemp(),
         per_device_train_batch_size=args.episodes,
         num_generations=args.episodes,
-        max_completion_length=args.max_new_tokens,
+        # The whole episode fits the completion budget; each reply gets the same cap as agentgym's sampler.
+        max_completion_length=args.max_turns * args.max_new_tokens * 64,
+        generation_kwargs={"max_new_tokens": args.max_new_tokens},
         temperature=1.0,
         use_cpu=True,
         bf16=False,
