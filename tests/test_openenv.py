@@ -100,3 +100,59 @@ def test_observation_round_trip() -> None:
         AgentGymAction(text="up", tool_call={"name": "move"})
     observation = AgentGymObservation(text="x", reward=1.0, done=True, score=1.0)
     assert AgentGymObservation.model_validate(observation.model_dump()) == observation
+
+
+def test_trl_openenv_pattern_grpo_trainer_plays_through_our_server(base_url: str, tmp_path) -> None:
+    """TRL's OpenEnv example pattern: ``GRPOTrainer(environment_factory=...)`` whose environment class
+    talks to an OpenEnv server, here ``agentgym serve``'s OpenEnv routes; TRL builds the class's tools,
+    trains a step through it, and the class's tool methods play a whole episode over OpenEnv."""
+    pytest.importorskip("trl")
+    import importlib.resources
+
+    from tiny_model import build_tiny_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from agentgym.integrations.trl import environment_factory, task_dataset
+
+    folder = build_tiny_model(tmp_path / "model", context_length=1024, tools=True)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.chat_template = importlib.resources.files("trl").joinpath("chat_templates/qwen2_5.jinja").read_text()
+    config = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=16,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        save_strategy="no",
+        seed=0,
+    )
+    factory = environment_factory(ENV_ID, openenv_url=base_url)
+    trainer = GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(folder),
+        processing_class=tokenizer,
+        args=config,
+        train_dataset=task_dataset(ENV_ID, [7], action_format="tools"),
+        environment_factory=factory,
+    )
+    assert [tool.__name__ for tool in trainer.tools] == ["move"]
+    assert trainer.reward_func_names == ["Sokoban_v0"]
+    trainer.train()  # a random tiny model makes no tool call: every episode is reset over OpenEnv and scores 0
+    assert trainer.state.global_step == 1
+
+    environment = trainer.environments[0]
+    assert environment.openenv_url == base_url
+    local = gym.make(ENV_ID)
+    observation, _ = local.reset(options={"task_id": 7})
+    assert environment.reset(task_id=7) == observation
+    while True:
+        command = local.unwrapped.oracle_action()
+        observation, _, terminated, truncated, _ = local.step(command)
+        assert environment.move(direction=command) == observation
+        if terminated or truncated:
+            break
+    assert environment.get_reward() == 1.0
+    local.close()
