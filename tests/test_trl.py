@@ -3,15 +3,20 @@
 Text replies (``rollout_func``): two GRPO steps on WebShop; the test reads the batch TRL
 really trained on and checks that the shop's tokens were masked out of the loss
 (``env_mask`` -> TRL's ``tool_mask``) and that the rewards TRL used are the episodes' scores.
+A random tiny model scores 0 there, so GRPO's advantages are 0 and the parameters stay.
+FrozenLake in text: the tiny model first learns (a few supervised steps) to reply
+``Action: <random direction>``; then two GRPO steps on 2x2 lakes, where some sampled
+episodes reach the goal and some do not, so the advantages are non-zero and the parameters
+change; env tokens masked and rewards equal to the scores there too.
 Tool calls (``environment_factory``): TRL's trainer takes the factory class for FrozenLake;
 its tools, their schema and the reward function are the env's.
-A random tiny model scores 0, so these steps do not show the parameters moving
-(GRPO's advantages are all 0); docs/train-with-trl.md says so.
 """
 
 from __future__ import annotations
 
 import importlib.resources
+import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +25,14 @@ import pytest
 torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl")
 
+import gymnasium as gym  # noqa: E402
 from tiny_model import build_tiny_model  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from transformers.utils import get_json_schema  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from agentgym.integrations.trl import grpo_kwargs  # noqa: E402
+from agentgym.wrappers.chat import ChatWrapper  # noqa: E402
 
 
 def grpo_config(out: Path, **overrides: Any) -> GRPOConfig:
@@ -70,6 +77,33 @@ class Spy:
 
         trainer._generate_and_score_completions = generate_and_score
         trainer._calculate_rewards = calculate_rewards
+
+
+def assert_env_tokens_masked(batch: dict[str, Any], tokenizer: Any, page: str) -> None:
+    """In the batch TRL trained on, the env's turns (each matching regex ``page`` once) are masked out of the loss.
+
+    Every completion's ids with ``tool_mask`` 0 are the template's user turns, one per
+    observation; the ids left in the loss (the model's replies) never match ``page``.
+    """
+    assert (batch["completion_mask"] * (1 - batch["tool_mask"])).sum() > 0
+    for row_index in range(len(batch["completion_ids"])):
+        keep = batch["completion_mask"][row_index].bool()
+        row_ids, env_mask = batch["completion_ids"][row_index][keep], batch["tool_mask"][row_index][keep]
+        model_text = tokenizer.decode(row_ids[env_mask == 1])
+        env_text = tokenizer.decode(row_ids[env_mask == 0])
+        assert not re.search(page, model_text)  # the env's observations are never in the loss
+        if env_text:  # each masked run is the template's user turn holding an observation
+            assert env_text.count("<|user|>") == len(re.findall(page, env_text)) >= 1
+
+
+def snapshot(model: Any) -> dict[str, torch.Tensor]:
+    """A copy of ``model``'s trainable parameters."""
+    return {name: value.detach().clone() for name, value in model.named_parameters() if value.requires_grad}
+
+
+def changed(model: Any, before: dict[str, torch.Tensor]) -> list[str]:
+    """The names of the trainable parameters of ``model`` that differ from ``before``."""
+    return [name for name, value in model.named_parameters() if name in before and not torch.equal(value, before[name])]
 
 
 def test_tool_calls_environment_factory_is_taken_by_grpo_trainer(tmp_path: Path) -> None:
@@ -117,20 +151,101 @@ def test_text_webshop_rollout_func(tmp_path: Path) -> None:
         **kwargs,
     )
     spy = Spy(trainer)
+    before = snapshot(model)
     trainer.train()
 
-    batch = spy.batches[0]
-    assert (batch["completion_mask"] * (1 - batch["tool_mask"])).sum() > 0
-    for row_index in range(len(batch["completion_ids"])):
-        keep = batch["completion_mask"][row_index].bool()
-        row_ids, env_mask = batch["completion_ids"][row_index][keep], batch["tool_mask"][row_index][keep]
-        model_text = tokenizer.decode(row_ids[env_mask == 1])
-        env_text = tokenizer.decode(row_ids[env_mask == 0])
-        assert "[SEP] Instruction: [SEP]" not in model_text  # the shop's pages are never in the loss
-        if env_text:  # each masked run is the template's user turn holding the shop's page
-            assert env_text.count("<|user|>") == env_text.count("WebShop [SEP] Instruction: [SEP]") >= 1
+    assert_env_tokens_masked(spy.batches[0], tokenizer, re.escape("WebShop [SEP] Instruction: [SEP]"))
     assert trainer.reward_func_names == ["env_reward"]
     for rewards, scores in zip(spy.rewards, spy.env_scores):
         assert rewards[:, 0].tolist() == pytest.approx(scores)
-    # A random model scores 0 everywhere, so GRPO's advantages are 0 and the parameters stay (see the docs).
+    # A random model scores 0 everywhere, so GRPO's advantages are 0 and the parameters stay: the
+    # control for the FrozenLake test below, where rewards differ and the parameters move.
     assert all(scores == [0.0, 0.0] for scores in spy.env_scores)
+    assert not changed(model, before)
+
+
+DIRECTIONS = ("left", "down", "right", "up")
+
+
+def teach_random_moves(model: Any, tokenizer: Any, env_id: str, tasks: list[int], **env_kwargs: Any) -> None:
+    """A few supervised steps so that ``model`` answers FrozenLake chats with ``Action: <any direction>``.
+
+    The contexts are the chats of seeded random walks on ``tasks`` (the start and a few turns in);
+    each is paired with all four directions, so the model learns the reply's form, not a move:
+    sampled at temperature 1 its move is about uniform, and some episodes reach the goal, some not.
+    """
+    rng = random.Random(0)
+    env = ChatWrapper(gym.make(env_id, disable_env_checker=True, **env_kwargs), "Lake.")
+    contexts = []
+    for task in tasks:  # the start, and two random moves in (unless the walk ended)
+        messages, _ = env.reset(seed=0, options={"task_id": task})
+        for _ in range(3):
+            contexts.append(messages)
+            messages, _, terminated, truncated, _ = env.step(f"Action: {rng.choice(DIRECTIONS)}")
+            if terminated or truncated:
+                break
+    env.close()
+    rows = []
+    for messages in contexts:
+        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
+        for direction in DIRECTIONS:
+            reply = tokenizer.encode(f"Action: {direction}", add_special_tokens=False) + [tokenizer.eos_token_id]
+            rows.append((list(prompt), reply))
+    width = max(len(prompt) + len(reply) for prompt, reply in rows)
+    input_ids = torch.full((len(rows), width), tokenizer.pad_token_id)
+    labels = torch.full((len(rows), width), -100)
+    attention = torch.zeros((len(rows), width), dtype=torch.long)
+    for index, (prompt, reply) in enumerate(rows):
+        ids = torch.tensor(prompt + reply)
+        input_ids[index, : len(ids)], attention[index, : len(ids)] = ids, 1
+        labels[index, len(prompt) : len(ids)] = torch.tensor(reply)
+    torch.manual_seed(0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model.train()
+    for _ in range(25):
+        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def test_text_frozenlake_grpo_steps_move_the_parameters(tmp_path: Path) -> None:
+    """A puzzle in text replies with real learning signal: rewards differ in a group, so GRPO moves the weights.
+
+    The tiny model first learns the reply's form (``Action: <random direction>``); on 2x2
+    lakes with up to 5 replies some sampled episodes reach the goal (score 1) and some do not.
+    """
+    folder = build_tiny_model(tmp_path / "model", context_length=1024)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    tasks = [0, 4]  # the 2x2 lakes "S F / F G" and "S H / F G"
+    teach_random_moves(model, tokenizer, "FrozenLake-v0", tasks, size=2)
+
+    kwargs = grpo_kwargs("FrozenLake-v0", tasks, env_kwargs={"size": 2}, max_turns=5, system_prompt="Lake.")
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        args=grpo_config(tmp_path / "out", per_device_train_batch_size=8, max_completion_length=512),
+        **kwargs,
+    )
+    spy = Spy(trainer)
+    before = snapshot(model)
+    trainer.train()
+
+    assert len(spy.rewards) == 2
+    for rewards, scores in zip(spy.rewards, spy.env_scores):
+        assert rewards[:, 0].tolist() == pytest.approx(scores)
+    # Some episodes reached the goal and some did not, so some groups' advantages are non-zero.
+    assert {score for scores in spy.env_scores for score in scores} == {0.0, 1.0}
+    assert any(batch["advantages"].abs().sum() > 0 for batch in spy.batches)
+    assert changed(model, before), "GRPO steps with non-zero advantages left every parameter as it was"
+    for batch in spy.batches:
+        assert_env_tokens_masked(batch, tokenizer, r"\n\n[SP] ")  # the lake's top row opens every observation
+    replies = [
+        reply
+        for batch in spy.batches
+        for ids, mask, env_mask in zip(batch["completion_ids"], batch["completion_mask"], batch["tool_mask"])
+        for reply in tokenizer.decode(ids[(mask * env_mask).bool()]).split("</s>")[:-1]
+    ]
+    moves = [reply for reply in replies if re.fullmatch(r"Action: (left|down|right|up)", reply)]
+    assert len(moves) >= 0.8 * len(replies) and len({*moves}) == 4  # the taught form, every direction sampled
