@@ -249,3 +249,18 @@ def test_text_frozenlake_grpo_steps_move_the_parameters(tmp_path: Path) -> None:
     ]
     moves = [reply for reply in replies if re.fullmatch(r"Action: (left|down|right|up)", reply)]
     assert len(moves) >= 0.8 * len(replies) and len({*moves}) == 4  # the taught form, every direction sampled
+
+
+def test_tasks_sharing_a_prompt_take_turns_by_group() -> None:
+    """Wordle's tasks all start with the same prompt (the word is hidden): each GRPO group plays
+    one task, and the groups take the tasks in turn instead of all playing the last one made."""
+    from agentgym.integrations.trl import AgentGymRollout
+
+    rollout = AgentGymRollout("Wordle-v0")
+    prompts = [rollout.register(task_id, seed=10 + task_id) for task_id in range(3)]
+    assert prompts[0] == prompts[1] == prompts[2]
+    tasks = rollout.tasks_for([prompts[0]] * 16, group_size=4)
+    assert tasks == [(0, 10)] * 4 + [(1, 11)] * 4 + [(2, 12)] * 4 + [(0, 10)] * 4
+    with pytest.raises(ValueError, match="did not make"):
+        rollout.tasks_for([[{"role": "user", "content": "another prompt"}]], group_size=1)
+    rollout.close()

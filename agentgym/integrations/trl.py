@@ -158,6 +158,11 @@ class AgentGymRollout:
     the env's), and for the reward functions ``env_score``, ``env_success``, ``env_turns``.
     An episode ends when the env terminates or truncates, after ``max_turns`` replies, or
     when the completion budget is spent.
+
+    TRL hands back only the prompts, so a prompt names its task. Tasks whose first prompt is the
+    same (Wordle's hidden words, identical small maps) cannot be told apart that way: each GRPO
+    group (``num_generations`` consecutive prompts) plays one task, and groups with the same
+    prompt take those tasks in turn.
     """
 
     def __init__(
@@ -175,7 +180,8 @@ class AgentGymRollout:
         self.env_kwargs = dict(env_kwargs or {})
         self.max_turns = max_turns or env_info(env_id).max_episode_steps
         self._envs: list[ChatWrapper] = []
-        self._tasks: dict[str, tuple[int, int]] = {}
+        self._tasks: dict[str, list[tuple[int, int]]] = {}
+        self._turns: dict[str, int] = {}
 
     def _env(self, index: int) -> ChatWrapper:
         while len(self._envs) <= index:
@@ -189,19 +195,33 @@ class AgentGymRollout:
     def register(self, task_id: int, seed: int) -> list[Message]:
         """The prompt that starts ``task_id`` (reset with ``seed``), remembered so that a rollout can play it."""
         messages, _ = self._env(0).reset(seed=seed, options={"task_id": task_id})
-        self._tasks[_prompt_key(messages)] = (task_id, seed)
+        self._tasks.setdefault(_prompt_key(messages), []).append((task_id, seed))
         return messages
 
-    def __call__(self, prompts: list[list[Message]], trainer: Any) -> dict[str, Any]:
-        slots = []
-        for index, prompt in enumerate(prompts):
-            task = self._tasks.get(_prompt_key(prompt))
-            if task is None:
+    def tasks_for(self, prompts: list[list[Message]], group_size: int) -> list[tuple[int, int]]:
+        """The (task id, seed) each prompt plays: one task per group of ``group_size`` consecutive
+        prompts, the tasks sharing a prompt taken in turn."""
+        tasks: list[tuple[int, int]] = []
+        for start in range(0, len(prompts), group_size):
+            key = _prompt_key(prompts[start])
+            candidates = self._tasks.get(key)
+            if candidates is None:
                 raise ValueError(
                     "AgentGymRollout got a prompt it did not make: build the dataset with "
                     "agentgym.integrations.trl.task_dataset(..., rollout=this_rollout)"
                 )
-            slots.append(EpisodeSlot(self._env(index), Trajectory(self.env_id, task[0], index), task[1]))
+            turn = self._turns.get(key, 0)
+            self._turns[key] = turn + 1
+            group = prompts[start : start + group_size]
+            tasks += [candidates[turn % len(candidates)]] * len(group)
+        return tasks
+
+    def __call__(self, prompts: list[list[Message]], trainer: Any) -> dict[str, Any]:
+        tasks = self.tasks_for(prompts, max(1, int(getattr(trainer, "num_generations", 1) or 1)))
+        slots = [
+            EpisodeSlot(self._env(index), Trajectory(self.env_id, task_id, index), seed)
+            for index, (task_id, seed) in enumerate(tasks)
+        ]
         tokenizer = trainer.processing_class
         tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
         chat_tokens = ChatTokens(tokenizer, trainer.eos_token_ids)
