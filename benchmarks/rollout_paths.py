@@ -1,19 +1,23 @@
-"""Shared by the framework rollout benchmarks (rollouts_skyrl.py, rollouts_openrlhf.py): the reference paths.
+"""Shared by the framework rollout benchmarks (rollouts_skyrl.py, rollouts_openrlhf.py, rollouts_verl.py).
 
 * :func:`plain_episodes`: scripted replies stepped on ``gym.make`` envs (no chat, no model): the floor;
 * :func:`trainer_rollout`: agentgym's own trainer rollout (``agentgym.train.rollout.play_episodes``
   with an in-process ``HFSampler``), greedy, every episode's turn in one batch;
-* :func:`tiny_generator`: the tests' tiny random chat model (Qwen2.5 chat format), built offline.
+* :func:`tiny_generator`: the tests' tiny random chat model (Qwen2.5 chat format), built offline;
+* :func:`arguments` and :func:`paths_table`: their common options and result table.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import random
 import sys
 import time
 from pathlib import Path
 
 import gymnasium as gym
+import torch
 
 import agentgym  # noqa: F401  (registers the envs)
 from agentgym.llm.generation import Generator, SamplingParams
@@ -75,3 +79,34 @@ def trainer_rollout(
     for env in envs:
         env.close()
     return time.perf_counter() - start, trajectories
+
+
+def arguments(description: str) -> argparse.Namespace:
+    """The options every rollout benchmark takes; sets torch's intra-op threads and notes the load average."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--env", default="Sokoban-v0")
+    parser.add_argument("--episodes", type=int, default=8)
+    parser.add_argument("--scripted-episodes", type=int, default=200)
+    parser.add_argument("--max-turns", type=int, default=4)
+    parser.add_argument("--max-new-tokens", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=2, help="tiny-model runs per path (best kept)")
+    parser.add_argument(
+        "--torch-threads", type=int, default=1, help="intra-op threads (a worker thread decodes on 1; keep paths equal)"
+    )
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    args.load = os.getloadavg()[0]  # the machine may be shared: say how busy it was
+    torch.set_num_threads(args.torch_threads)
+    return args
+
+
+#: One row of :func:`paths_table`: workload, path, episodes, steps, seconds.
+Row = tuple[str, str, int, int, float]
+
+
+def paths_table(rows: list[Row], same_tokens: bool, overhead: str) -> str:
+    """The Markdown table of the paths' throughput, then whether the tiny-model paths agree and ``overhead``."""
+    table = "| workload | path | episodes | steps | seconds | episodes/s | steps/s |\n"
+    table += "|---|---|---:|---:|---:|---:|---:|\n"
+    table += "\n".join(f"| {w} | {p} | {e} | {n} | {s:.3f} | {e / s:.1f} | {n / s:.0f} |" for w, p, e, n, s in rows)
+    return table + f"\n\nSame token sequences on both tiny-model paths: {'yes' if same_tokens else 'NO'}. {overhead}"

@@ -22,7 +22,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import subprocess
@@ -44,16 +43,21 @@ except ImportError:  # not in OpenRLHF's venv: make it and run there
 
 import json  # noqa: E402
 
-import torch  # noqa: E402
-
 from agentgym.integrations import openrlhf as adapter  # noqa: E402
 
 try:
     from benchmarks.recording import record
-    from benchmarks.rollout_paths import plain_episodes, scripted_replies, tiny_generator, trainer_rollout
+    from benchmarks.rollout_paths import (
+        arguments,
+        paths_table,
+        plain_episodes,
+        scripted_replies,
+        tiny_generator,
+        trainer_rollout,
+    )
 except ImportError:  # run as a script
     from recording import record
-    from rollout_paths import plain_episodes, scripted_replies, tiny_generator, trainer_rollout
+    from rollout_paths import arguments, paths_table, plain_episodes, scripted_replies, tiny_generator, trainer_rollout
 
 
 class ScriptedEngine:
@@ -87,20 +91,7 @@ def openrlhf_episodes(engine: Any, env_id: str, task_ids: list[int], max_turns: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", default="Sokoban-v0")
-    parser.add_argument("--episodes", type=int, default=8)
-    parser.add_argument("--scripted-episodes", type=int, default=200)
-    parser.add_argument("--max-turns", type=int, default=4)
-    parser.add_argument("--max-new-tokens", type=int, default=16)
-    parser.add_argument("--repeat", type=int, default=2, help="tiny-model runs per path (best kept)")
-    parser.add_argument(
-        "--torch-threads", type=int, default=1, help="intra-op threads (a worker thread decodes on 1; keep paths equal)"
-    )
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
-    load = os.getloadavg()[0]  # the machine may be shared: say how busy it was
-    torch.set_num_threads(args.torch_threads)
+    args = arguments(__doc__.split("\n\n")[0])
 
     replies = scripted_replies(args.env, list(range(args.scripted_episodes)), args.max_turns)
     task_ids = list(range(args.episodes))
@@ -135,13 +126,11 @@ def main() -> None:
         ("tiny model, greedy", "agentgym trainer rollout", args.episodes, trainer_turns, trainer_s),
         ("tiny model, greedy", "OpenRLHF executor + LocalEngine", args.episodes, model_turns, model_s),
     ]
-    table = "| workload | path | episodes | steps | seconds | episodes/s | steps/s |\n"
-    table += "|---|---|---:|---:|---:|---:|---:|\n"
-    table += "\n".join(f"| {w} | {p} | {e} | {n} | {s:.3f} | {e / s:.1f} | {n / s:.0f} |" for w, p, e, n, s in rows)
-    table += (
-        f"\n\nSame token sequences on both tiny-model paths: {'yes' if same else 'NO'}. "
+    table = paths_table(
+        rows,
+        same,
         f"Overhead of the OpenRLHF path on scripted steps (chat template, tokenization): "
-        f"{(scripted_s - plain_s) / scripted_steps * 1e6:.0f} µs per step."
+        f"{(scripted_s - plain_s) / scripted_steps * 1e6:.0f} µs per step.",
     )
     print(table)
     from importlib.metadata import version
@@ -149,7 +138,7 @@ def main() -> None:
     setup = (
         f"{args.env}, scripted: {args.scripted_episodes} episodes of up to {args.max_turns} random actions; "
         f"tiny model: {args.episodes} episodes, {args.max_turns} turns, {args.max_new_tokens} new tokens, "
-        f"best of {args.repeat}, {args.torch_threads} torch thread(s); load average {load:.1f} at start; "
+        f"best of {args.repeat}, {args.torch_threads} torch thread(s); load average {args.load:.1f} at start; "
         f"openrlhf {version('openrlhf')} (--no-deps venv)"
     )
     data = {

@@ -21,14 +21,11 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import os
 import tempfile
 import time
 from pathlib import Path
 
 import skyrl_gym
-import torch
 
 import agentgym.integrations.skyrl  # noqa: F401  (registers agentgym:<ID> with skyrl-gym)
 from agentgym.llm.generation import Generator
@@ -36,10 +33,26 @@ from agentgym.train.rollout import ChatTokens
 
 try:
     from benchmarks.recording import record
-    from benchmarks.rollout_paths import greedy, plain_episodes, scripted_replies, tiny_generator, trainer_rollout
+    from benchmarks.rollout_paths import (
+        arguments,
+        greedy,
+        paths_table,
+        plain_episodes,
+        scripted_replies,
+        tiny_generator,
+        trainer_rollout,
+    )
 except ImportError:  # run as a script
     from recording import record
-    from rollout_paths import greedy, plain_episodes, scripted_replies, tiny_generator, trainer_rollout
+    from rollout_paths import (
+        arguments,
+        greedy,
+        paths_table,
+        plain_episodes,
+        scripted_replies,
+        tiny_generator,
+        trainer_rollout,
+    )
 
 
 def skyrl_scripted(env_id: str, replies: dict[int, list[str]]) -> tuple[float, int]:
@@ -89,20 +102,7 @@ def skyrl_model(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", default="Sokoban-v0")
-    parser.add_argument("--episodes", type=int, default=8)
-    parser.add_argument("--scripted-episodes", type=int, default=200)
-    parser.add_argument("--max-turns", type=int, default=4)
-    parser.add_argument("--max-new-tokens", type=int, default=16)
-    parser.add_argument("--repeat", type=int, default=2, help="tiny-model runs per path (best kept)")
-    parser.add_argument(
-        "--torch-threads", type=int, default=1, help="intra-op threads (a worker thread decodes on 1; keep paths equal)"
-    )
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
-    load = os.getloadavg()[0]  # the machine may be shared: say how busy it was
-    torch.set_num_threads(args.torch_threads)
+    args = arguments(__doc__.split("\n\n")[0])
 
     replies = scripted_replies(args.env, list(range(args.scripted_episodes)), args.max_turns)
     plain_episodes(args.env, dict(list(replies.items())[:5]))  # warm up: imports, first env
@@ -132,20 +132,17 @@ def main() -> None:
         ("tiny model, greedy", "agentgym trainer rollout", args.episodes, trainer_turns, trainer_s),
         ("tiny model, greedy", "skyrl-gym env loop", args.episodes, model_turns, model_s),
     ]
-    table = (
-        "| workload | path | episodes | steps | seconds | episodes/s | steps/s |\n|---|---|---:|---:|---:|---:|---:|\n"
-    )
-    table += "\n".join(f"| {w} | {p} | {e} | {n} | {s:.3f} | {e / s:.1f} | {n / s:.0f} |" for w, p, e, n, s in rows)
-    table += (
-        f"\n\nSame token sequences on both tiny-model paths: {'yes' if same else 'NO'}. "
+    table = paths_table(
+        rows,
+        same,
         f"Overhead of the skyrl-gym interface on scripted steps: "
-        f"{(skyrl_s - plain_s) / skyrl_steps * 1e6:.0f} µs per step ({skyrl_s / plain_s:.2f}x the plain env)."
+        f"{(skyrl_s - plain_s) / skyrl_steps * 1e6:.0f} µs per step ({skyrl_s / plain_s:.2f}x the plain env).",
     )
     print(table)
     setup = (
         f"{args.env}, scripted: {args.scripted_episodes} episodes of up to {args.max_turns} random actions; "
         f"tiny model: {args.episodes} episodes, {args.max_turns} turns, {args.max_new_tokens} new tokens, "
-        f"best of {args.repeat}, {args.torch_threads} torch thread(s); load average {load:.1f} at start, "
+        f"best of {args.repeat}, {args.torch_threads} torch thread(s); load average {args.load:.1f} at start, "
         f"skyrl-gym {_version('skyrl-gym')}"
     )
     data = {

@@ -23,7 +23,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import subprocess
@@ -51,10 +50,17 @@ from agentgym.integrations import verl as adapter  # noqa: E402
 
 try:
     from benchmarks.recording import record
-    from benchmarks.rollout_paths import plain_episodes, scripted_replies, tiny_generator, trainer_rollout
+    from benchmarks.rollout_paths import (
+        arguments,
+        paths_table,
+        plain_episodes,
+        scripted_replies,
+        tiny_generator,
+        trainer_rollout,
+    )
 except ImportError:  # run as a script
     from recording import record
-    from rollout_paths import plain_episodes, scripted_replies, tiny_generator, trainer_rollout
+    from rollout_paths import arguments, paths_table, plain_episodes, scripted_replies, tiny_generator, trainer_rollout
 
 sys.path.insert(0, str(ROOT / "tests"))
 from verl_cases import batch_of, verl_config  # noqa: E402
@@ -110,15 +116,7 @@ def sequences(output: Any) -> list[list[int]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", default="Sokoban-v0")
-    parser.add_argument("--episodes", type=int, default=8)
-    parser.add_argument("--scripted-episodes", type=int, default=200)
-    parser.add_argument("--max-turns", type=int, default=4)
-    parser.add_argument("--max-new-tokens", type=int, default=16)
-    parser.add_argument("--repeat", type=int, default=2, help="tiny-model runs per path (best kept)")
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
+    args = arguments(__doc__.split("\n\n")[0])
 
     replies = scripted_replies(args.env, list(range(args.scripted_episodes)), args.max_turns)
     task_ids = list(range(args.episodes))
@@ -161,13 +159,11 @@ def main() -> None:
         ("tiny model, greedy", "agentgym trainer rollout", args.episodes, trainer_turns, trainer_s),
         ("tiny model, greedy", "verl worker + GeneratorServerManager", args.episodes, model_turns, model_s),
     ]
-    table = "| workload | path | episodes | steps | seconds | episodes/s | steps/s |\n"
-    table += "|---|---|---:|---:|---:|---:|---:|\n"
-    table += "\n".join(f"| {w} | {p} | {e} | {n} | {s:.3f} | {e / s:.1f} | {n / s:.0f} |" for w, p, e, n, s in rows)
-    table += (
-        f"\n\nSame token sequences on both tiny-model paths: {'yes' if same else 'NO'}. "
+    table = paths_table(
+        rows,
+        same,
         f"Overhead of the verl path on scripted steps (chat template, tokenization, verl's padding "
-        f"and batching): {(scripted_s - plain_s) / scripted_steps * 1e6:.0f} µs per step."
+        f"and batching): {(scripted_s - plain_s) / scripted_steps * 1e6:.0f} µs per step.",
     )
     print(table)
     from importlib.metadata import version
@@ -175,7 +171,8 @@ def main() -> None:
     setup = (
         f"{args.env}, scripted: {args.scripted_episodes} episodes of up to {args.max_turns} random actions; "
         f"tiny model: {args.episodes} episodes, {args.max_turns} turns, {args.max_new_tokens} new tokens, "
-        f"best of {args.repeat}; verl {version('verl')}, transformers {version('transformers')} (side venv)"
+        f"best of {args.repeat}, {args.torch_threads} torch thread(s); load average {args.load:.1f} at start; "
+        f"verl {version('verl')}, transformers {version('transformers')} (side venv)"
     )
     data = {
         "env": args.env,
