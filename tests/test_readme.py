@@ -19,6 +19,7 @@ def test_readme_has_examples() -> None:
     assert len(EXAMPLES) >= 2
 
 
+@pytest.mark.usefixtures("alfworld_data")  # the ALFWorld example reads $ALFWORLD_DATA, as a user's would
 @pytest.mark.parametrize("code", EXAMPLES, ids=[f"example-{index}" for index in range(len(EXAMPLES))])
 def test_readme_example_runs(code: str) -> None:
     reason = re.match(r"# not run by the tests: (.+)", code)
