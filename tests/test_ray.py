@@ -276,8 +276,13 @@ def test_a_run_survives_the_death_of_a_worker_node(cluster: Any, tmp_path: Path)
         time.sleep(0.2)
     assert doomed_id not in alive_node_ids()
     errored = [record for record in records if record.status == "error"]
-    # The episodes whose actors were on the node, or were being started there, failed: the actor died.
-    assert errored and all(record.node_id in (doomed_id, None) and "died" in record.error for record in errored)
+    # The episodes whose actors were on the node failed: the actor died. One whose actor was being
+    # started there failed too: the actor died while starting, or (on a loaded machine, while Ray
+    # had not yet marked the node dead) its start outlasted the runner's env timeout.
+    assert errored and all(record.node_id in (doomed_id, None) for record in errored)
+    assert all(
+        "died" in record.error or (record.node_id is None and "timeout" in record.error) for record in errored
+    ), [record.error for record in errored]
     assert {record.node_id for record in records if record.status == "ok"} == alive_node_ids() | {doomed_id}
     assert any(record.started > _iso(killed_at[0]) for record in records if record.status == "ok")
     again = asyncio.run(run_eval("random", SlowRandomPolicy(), items, tmp_path, backend="ray", retry_errors=True))
