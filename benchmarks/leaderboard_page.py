@@ -4,7 +4,8 @@ Writes the page (``agentgym leaderboard FOLDER --html``) and measures what a rea
 before opening any trajectory (the page itself: it references nothing else until then), the
 trajectory files beside it, how long writing and showing it take, and the bytes loaded to open
 one trajectory. ``--baseline COMMIT`` also writes the page with the leaderboard of an earlier
-commit (``git show COMMIT:agentgym/evaluation/leaderboard.py`` and its template) for a before/after row.
+commit (``git show COMMIT:agentgym/leaderboard.py`` and its template, as the
+leaderboard was laid out before it moved to ``agentgym/evaluation/``; e.g. 8e5cea2) for a before/after row.
 ``--screenshot PNG`` saves a picture of the page (family expanded, a trajectory opened).
 
     agentgym eval --suite quick --policy oracle --policy random --out /tmp/lbq
@@ -38,7 +39,7 @@ def folder_bytes(folder: Path) -> tuple[int, int, int]:
 
 def baseline_page(commit: str, folders: list[Path], page: Path) -> float:
     """Write ``page`` with the leaderboard module of ``commit`` (old API: a list of run folders)."""
-    source = subprocess.run(["git", "show", f"{commit}:agentgym/evaluation/leaderboard.py"], cwd=ROOT, capture_output=True,
+    source = subprocess.run(["git", "show", f"{commit}:agentgym/leaderboard.py"], cwd=ROOT, capture_output=True,
                             text=True, check=True).stdout  # fmt: skip
     template = subprocess.run(["git", "show", f"{commit}:agentgym/leaderboard.html"], cwd=ROOT, capture_output=True,
                               text=True, check=True).stdout  # fmt: skip
