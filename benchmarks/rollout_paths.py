@@ -12,9 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import gymnasium as gym
 import torch
@@ -110,3 +112,12 @@ def paths_table(rows: list[Row], same_tokens: bool, overhead: str) -> str:
     table += "|---|---|---:|---:|---:|---:|---:|\n"
     table += "\n".join(f"| {w} | {p} | {e} | {n} | {s:.3f} | {e / s:.1f} | {n / s:.0f} |" for w, p, e, n, s in rows)
     return table + f"\n\nSame token sequences on both tiny-model paths: {'yes' if same_tokens else 'NO'}. {overhead}"
+
+
+def rerun_in_side_venv(name: str, script: str) -> NoReturn:
+    """Run ``script`` again with this command line in the side venv ``name`` (made once, see
+    :mod:`agentgym.integrations.venvs`), and exit with its status."""
+    from agentgym.integrations.venvs import ensure
+
+    python = ensure(name)
+    sys.exit(subprocess.run([str(python), os.path.abspath(script), *sys.argv[1:]]).returncode)

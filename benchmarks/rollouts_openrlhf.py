@@ -23,9 +23,6 @@ Usage::
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,29 +32,16 @@ from typing import Any
 try:
     import openrlhf  # noqa: F401
 except ImportError:  # not in OpenRLHF's venv: make it and run there
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from agentgym.integrations.venvs import ensure
+    from rollout_paths import rerun_in_side_venv
 
-    python = ensure("openrlhf")
-    sys.exit(subprocess.run([str(python), os.path.abspath(__file__), *sys.argv[1:]]).returncode)
+    rerun_in_side_venv("openrlhf", __file__)
 
 import json  # noqa: E402
 
-from agentgym.integrations import openrlhf as adapter  # noqa: E402
+from recording import record  # noqa: E402
+from rollout_paths import arguments, paths_table, plain_episodes, scripted_replies, tiny_generator, trainer_rollout  # noqa: E402
 
-try:
-    from benchmarks.recording import record
-    from benchmarks.rollout_paths import (
-        arguments,
-        paths_table,
-        plain_episodes,
-        scripted_replies,
-        tiny_generator,
-        trainer_rollout,
-    )
-except ImportError:  # run as a script
-    from recording import record
-    from rollout_paths import arguments, paths_table, plain_episodes, scripted_replies, tiny_generator, trainer_rollout
+from agentgym.integrations import openrlhf as adapter  # noqa: E402
 
 
 class ScriptedEngine:

@@ -26,33 +26,20 @@ import time
 from pathlib import Path
 
 import skyrl_gym
+from recording import record  # noqa: E402
+from rollout_paths import (  # noqa: E402
+    arguments,
+    greedy,
+    paths_table,
+    plain_episodes,
+    scripted_replies,
+    tiny_generator,
+    trainer_rollout,
+)
 
 import agentgym.integrations.skyrl  # noqa: F401  (registers agentgym:<ID> with skyrl-gym)
 from agentgym.llm.generation import Generator
 from agentgym.train.rollout import ChatTokens
-
-try:
-    from benchmarks.recording import record
-    from benchmarks.rollout_paths import (
-        arguments,
-        greedy,
-        paths_table,
-        plain_episodes,
-        scripted_replies,
-        tiny_generator,
-        trainer_rollout,
-    )
-except ImportError:  # run as a script
-    from recording import record
-    from rollout_paths import (
-        arguments,
-        greedy,
-        paths_table,
-        plain_episodes,
-        scripted_replies,
-        tiny_generator,
-        trainer_rollout,
-    )
 
 
 def skyrl_scripted(env_id: str, replies: dict[int, list[str]]) -> tuple[float, int]:

@@ -24,8 +24,6 @@ Usage::
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,30 +35,16 @@ ROOT = Path(__file__).resolve().parent.parent
 try:
     import verl  # noqa: F401
 except ImportError:  # not in verl's venv: make it and run there
-    sys.path.insert(0, str(ROOT))
-    from agentgym.integrations import venvs
+    from rollout_paths import rerun_in_side_venv
 
-    python = venvs.ensure("verl")
-    sys.exit(subprocess.run([str(python), os.path.abspath(__file__), *sys.argv[1:]]).returncode)
+    rerun_in_side_venv("verl", __file__)
 
+from recording import record  # noqa: E402
+from rollout_paths import arguments, paths_table, plain_episodes, scripted_replies, tiny_generator, trainer_rollout  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 from agentgym.integrations import verl as adapter  # noqa: E402
-
-try:
-    from benchmarks.recording import record
-    from benchmarks.rollout_paths import (
-        arguments,
-        paths_table,
-        plain_episodes,
-        scripted_replies,
-        tiny_generator,
-        trainer_rollout,
-    )
-except ImportError:  # run as a script
-    from recording import record
-    from rollout_paths import arguments, paths_table, plain_episodes, scripted_replies, tiny_generator, trainer_rollout
 
 sys.path.insert(0, str(ROOT / "tests"))
 from verl_cases import batch_of, verl_config  # noqa: E402
