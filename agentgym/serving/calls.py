@@ -1,9 +1,11 @@
-"""The session calls of the env protocol: a JSON body in, the env call to run, a JSON answer out.
+"""The session calls of the env protocol: a JSON body in, the env call to run, its answer out.
 
 The env server (:mod:`agentgym.serving.server`) runs them for HTTP sessions and the Ray
 backend's actor (:mod:`agentgym.serving.backends.ray`) for its env, so that every remote
 kind plays an env the same way. Each call checks its body first and raises
-:class:`ProtocolError` (an HTTP status and an error type) for a bad one.
+:class:`ProtocolError` (an HTTP status and an error type) for a bad one. Answers hold the
+env's observation as it is (numpy arrays included): the server encodes it for JSON
+(:func:`~agentgym.serving.wire.encode_answer`), Ray carries it as it is.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.serving.wire import encode_json, encode_observation, rng_state, set_rng_state
+from agentgym.serving.wire import encode_json, rng_state, set_rng_state
 
 _MISSING: Any = object()
 
@@ -68,7 +70,7 @@ def _reset(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
 
     def reset() -> dict[str, Any]:
         observation, info = env.reset(seed=seed, options=options)
-        return {"observation": encode_observation(observation), "info": info}
+        return {"observation": observation, "info": info}
 
     return reset
 
@@ -81,7 +83,7 @@ def _step(env: gym.Env, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
     def step() -> dict[str, Any]:
         observation, reward, terminated, truncated, info = env.step(action)
         return {
-            "observation": encode_observation(observation),
+            "observation": observation,
             "reward": reward,
             "terminated": terminated,
             "truncated": truncated,

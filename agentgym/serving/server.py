@@ -76,7 +76,7 @@ import gymnasium as gym
 
 from agentgym.registry import inline_safe, known_ids_hint, list_envs
 from agentgym.serving.calls import CALLS, ProtocolError, body_field
-from agentgym.serving.wire import describe_env, encode_json
+from agentgym.serving.wire import describe_env, encode_answer, encode_json
 from agentgym.utils.sockets import listening_socket, unix_socket
 
 if TYPE_CHECKING:
@@ -206,7 +206,8 @@ class EnvServer:
                 raise ProtocolError(409, "ResetNeeded", f"call reset before {name}")
             session.last_used = time.monotonic()
             try:
-                payload = encode_json(await session.run(function))
+                # Encoded where the call ran: compressing a screenshot stays off the event loop.
+                payload = encode_json(await session.run(lambda: encode_answer(function())))
             except gym.error.ResetNeeded as error:
                 raise ProtocolError(409, "ResetNeeded", str(error)) from None
             except NotImplementedError as error:

@@ -3,7 +3,7 @@
 * :func:`encode_json`: JSON with numpy values as plain numbers and lists;
 * :func:`describe_space` / :func:`space_from_description`: spaces as JSON;
 * :func:`encode_observation` / :func:`decode_observation`: dict observations' numpy arrays
-  (a screenshot) as compressed base64;
+  (a screenshot) as compressed base64 (:func:`encode_answer` for a session call's answer);
 * :func:`describe_env`: what a client needs to rebuild an env's interface;
 * :func:`rng_state` / :func:`set_rng_state`: a ``random.Random`` state as JSON.
 
@@ -95,6 +95,13 @@ def encode_observation(observation: Any) -> Any:
             "shape": list(data.shape),
         }
     return observation
+
+
+def encode_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    """A session call's answer for JSON: its observation, if it has one, through :func:`encode_observation`."""
+    if "observation" not in answer:
+        return answer
+    return {**answer, "observation": encode_observation(answer["observation"])}
 
 
 def decode_observation(observation: Any) -> Any:
