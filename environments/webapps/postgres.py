@@ -48,7 +48,9 @@ _SETTINGS = {
 def _binaries() -> Path:
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"))
     if not found:
-        raise SiteError("PostgreSQL's server is not installed (apt-get install postgresql; containers/setup-host.sh does)")
+        raise SiteError(
+            "PostgreSQL's server is not installed (apt-get install postgresql; containers/setup-host.sh does)"
+        )
     return found[-1].parent
 
 
@@ -92,8 +94,19 @@ class Postgres:
                         os.chown(path, user.pw_uid, user.pw_gid)
                 run(
                     self._as_server_user(
-                        [str(bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
-                         "--locale=C.UTF-8", "--no-sync"]
+                        [
+                            str(bin_dir / "initdb"),
+                            "-D",
+                            str(self.data),
+                            "-U",
+                            "postgres",
+                            "-A",
+                            "trust",
+                            "-E",
+                            "UTF8",
+                            "--locale=C.UTF-8",
+                            "--no-sync",
+                        ]
                     ),
                     log=self.log if os.geteuid() != 0 else None,
                 )
@@ -104,7 +117,9 @@ class Postgres:
             if os.geteuid() == 0:
                 user = pwd.getpwnam("postgres")
                 os.chown(self.log, user.pw_uid, user.pw_gid)
-            start_daemon(self._as_server_user([str(bin_dir / "postgres"), *options]), pid_file=self.pid_file, log=self.log)
+            start_daemon(
+                self._as_server_user([str(bin_dir / "postgres"), *options]), pid_file=self.pid_file, log=self.log
+            )
             deadline = time.monotonic() + 60
             while not self.running():
                 if time.monotonic() > deadline or not daemon_alive(self.pid_file):
@@ -141,7 +156,9 @@ class Postgres:
 
     def exists(self, database: str) -> bool:
         with self.connect("postgres") as connection:
-            return connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone() is not None
+            return (
+                connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone() is not None
+            )
 
     def copy_database(self, source: str, target: str) -> None:
         """Make ``target`` an exact copy of ``source`` (dropping it first; open sessions on it are ended)."""

@@ -88,7 +88,7 @@ def lease_tenant(home: Path | None = None) -> TenantLease:
     folder = (home or webapps_home()) / "tenants"
     folder.mkdir(parents=True, exist_ok=True)
     for number in range(MAX_TENANTS):
-        handle = open(folder / f"{number}.lock", "a+")
+        handle = open(folder / f"{number}.lock", "a+")  # noqa: SIM115 (held open: the lease is the lock)
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -98,7 +98,9 @@ def lease_tenant(home: Path | None = None) -> TenantLease:
     raise SiteError(f"all {MAX_TENANTS} tenants are in use on this machine (close some envs)")
 
 
-def wait_for_http(url: str, *, timeout_s: float, log: Path | None = None, headers: Mapping[str, str] | None = None) -> None:
+def wait_for_http(
+    url: str, *, timeout_s: float, log: Path | None = None, headers: Mapping[str, str] | None = None
+) -> None:
     """Wait until ``url`` answers any HTTP status; :class:`SiteError` (with the log's end) if it does not in time."""
     deadline = time.monotonic() + timeout_s
     request = urllib.request.Request(url, headers=dict(headers or {}))

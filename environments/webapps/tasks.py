@@ -163,7 +163,9 @@ class Picker:
             raise ValueError(f"no item of this collection falls in the {self.split} split")
         return self.rng.choice(pool)
 
-    def sample(self, items: Sequence[T], count: int, *, key: Callable[[T], Any] = repr, shared: bool = False) -> list[T]:
+    def sample(
+        self, items: Sequence[T], count: int, *, key: Callable[[T], Any] = repr, shared: bool = False
+    ) -> list[T]:
         """``count`` distinct items (of this split's share unless ``shared``)."""
         pool = list(items) if shared else [item for item in items if self.in_split(key(item))]
         return self.rng.sample(pool, count)
