@@ -77,10 +77,9 @@ class Choose:
 
 @dataclass(frozen=True)
 class Press:
-    """Press ``key`` with ``target`` focused (click it first) or on the page (``target=None``)."""
+    """Press ``key`` on the focused element (after a ``Fill``, the field just filled: ``Press("Enter")`` submits)."""
 
     key: str
-    target: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,326 @@
+"""WebArena-style tasks on the self-hosted web apps, in a browser tab (see docs/webapps.md).
+
+Task ``task_id`` of a split is template ``index % T`` (the env's ``T`` templates in registry
+order) drawn with a generator seeded by the template, the split and ``index // T``; its facts
+come from the sites' generated content, so a task id always names the same task.
+
+Each env copy leases a tenant (:func:`~.site.lease_tenant`) for its life: its own isolated
+state on every site. ``reset`` makes sure the task's sites run (starting them the first time),
+restores the tenant's state on those sites to the seeded snapshot, opens a fresh browser
+context logged in as the task's users, and opens the start page.
+
+Observation: the instruction, the action syntax, then the URL and the page as text with element
+ids (and a screenshot with ``screenshot=True``). Actions: the shared browser commands, ``goto``
+limited to this env's own sites, and ``answer("...")``, which ends the episode: the template's
+checker then scores it from the app's real state (an info task's answer against the value in
+the app's database, a navigation task's final page, a change task's database rows or mailbox).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import random
+import re
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+from agentgym.browser.env import BrowserEnv
+from agentgym.browser.page import BrowserError, Command, parse_command
+from agentgym.core import InvalidAction, TaskSplits
+from agentgym.environments.webapps import SPLITS
+from agentgym.environments.webapps.site import DEFAULT_SEED, Site, TenantLease, lease_tenant
+from agentgym.environments.webapps.tasks import (
+    Answer,
+    AnswerFromPage,
+    Choose,
+    Click,
+    Fill,
+    Goto,
+    Outcome,
+    Press,
+    Step,
+    Task,
+    Template,
+)
+
+ANSWER_SYNTAX = '  answer("text")            end the task with your answer (for tasks that ask for no fact: "done")'
+_ANSWER = re.compile(r"^\s*answer\s*\((.*)\)\s*$", re.DOTALL)
+
+#: Finds the id of the element a plan step names (see :mod:`.tasks`): a CSS selector or ``text=...``,
+#: with an optional `` >> nth=K``; an element that is not listed is represented by its nearest listed ancestor.
+_FIND_JS = r"""target => {
+  let nth = 0;
+  const suffix = target.match(/ >> nth=(\d+)$/);
+  if (suffix) { nth = Number(suffix[1]); target = target.slice(0, suffix.index); }
+  const clean = s => (s || '').replace(/\s+/g, ' ').trim();
+  let found;
+  if (target.startsWith('text=')) {
+    const wanted = clean(target.slice(5));
+    const listed = Array.from(document.querySelectorAll('[data-bid]'))
+      .filter(e => clean(e.innerText !== undefined && e.innerText !== '' ? e.innerText : e.value) === wanted);
+    found = listed.filter(e => !listed.some(other => other !== e && e.contains(other)));
+  } else {
+    found = Array.from(document.querySelectorAll(target));
+  }
+  const element = found[nth];
+  if (!element) return null;
+  const listed = element.closest('[data-bid]');
+  return listed ? Number(listed.getAttribute('data-bid')) : null;
+}"""
+_TEXT_JS = r"""target => {
+  const element = document.querySelector(target);
+  if (!element) return null;
+  return element.value !== undefined && element.tagName !== 'BUTTON' ? element.value : element.innerText;
+}"""
+
+
+@cache
+def registry() -> dict[str, Any]:
+    """``sites.yaml``: site name -> its class's ``module:Class``, and the template modules in order."""
+    return yaml.safe_load((Path(__file__).parent / "sites.yaml").read_text())
+
+
+def site_class(name: str) -> type[Site]:
+    """The :class:`Site` subclass of site ``name``."""
+    module, _, attribute = registry()["sites"][name].partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+@cache
+def all_templates() -> tuple[Template, ...]:
+    """Every template of every site, in registry order (task ids depend on it)."""
+    found: list[Template] = []
+    for module in registry()["template_modules"]:
+        try:
+            found.extend(importlib.import_module(module).TEMPLATES)
+        except ModuleNotFoundError as error:  # TODO(lead): strict once every site has landed
+            if error.name is None or not module.startswith(error.name):
+                raise
+    ids = [template.id for template in found]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"template ids repeat: {sorted(i for i in ids if ids.count(i) > 1)}")
+    return tuple(found)
+
+
+class WebAppEnv(BrowserEnv):
+    """Tasks on one or more web apps (see the module docstring).
+
+    ``sites``: the templates whose sites are all among these (default: every template);
+    ``templates``: only these template ids. ``seed`` selects the generated content.
+    """
+
+    splits: ClassVar[TaskSplits] = SPLITS
+
+    def __init__(
+        self,
+        *,
+        sites: Sequence[str] | None = None,
+        templates: Sequence[str] | None = None,
+        seed: int = DEFAULT_SEED,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("page_timeout_s", 30.0)
+        super().__init__(allow_goto=True, **kwargs)
+        self.toolset = "with_goto_answer"
+        chosen = [
+            template
+            for template in all_templates()
+            if (sites is None or set(template.sites) <= set(sites)) and (templates is None or template.id in templates)
+        ]
+        if not chosen:
+            raise ValueError(f"no template matches sites={sites!r} templates={templates!r}")
+        if templates is not None and len(chosen) != len(set(templates)):
+            unknown = sorted(set(templates) - {template.id for template in chosen})
+            raise ValueError(f"unknown templates (or not on sites {sites!r}): {unknown}")
+        self.templates: tuple[Template, ...] = tuple(chosen)
+        self.seed = seed
+        self.site_names = tuple(sorted({name for template in self.templates for name in template.sites}))
+        self.sites: dict[str, Site] = {}
+        self._lease: TenantLease | None = None
+        self.task: Task | None = None
+        self.template: Template | None = None
+        self.answer: str | None = None
+        self._plan: list[Step] = []
+
+    # ---- tasks --------------------------------------------------------------------------
+
+    def site(self, name: str) -> Site:
+        """This env's handle on site ``name`` (created on first use)."""
+        if name not in self.sites:
+            self.sites[name] = site_class(name)(seed=self.seed)
+        return self.sites[name]
+
+    def task_for(self, task_id: int) -> tuple[Template, Task]:
+        """Template and task of ``task_id`` (needs no running site: only the generated content)."""
+        split = self.splits.split_of(task_id)
+        index = task_id - self.splits.ids(split).start
+        template = self.templates[index % len(self.templates)]
+        rng = random.Random(f"webapps/{template.id}/{split}/{index // len(self.templates)}")
+        content = {name: self.site(name).content() for name in template.sites}
+        return template, template.instantiate(content, rng, split)
+
+    @property
+    def tenant(self) -> int:
+        """This env's tenant number (leased on first use, held until :meth:`close`)."""
+        if self._lease is None:
+            self._lease = lease_tenant()
+        return self._lease.number
+
+    # ---- TextEnv ------------------------------------------------------------------------
+
+    @property
+    def action_syntax(self) -> str:
+        return super().action_syntax + "\n" + ANSWER_SYNTAX
+
+    def _generate(self, task_id: int) -> str:
+        self.template, self.task = self.task_for(task_id)
+        self.answer, self._plan = None, self.template.oracle(self.task)
+        for name in self.task.sites:
+            site = self.site(name)
+            site.ensure_ready()
+            site.reset_tenant(self.tenant)
+        cookies = [
+            cookie
+            for name, user in self.task.logins.items()
+            for cookie in self.site(name).session_cookies(self.tenant, user)
+        ]
+        start_site, start_path = self.task.start
+        start_url = self.site(start_site).base_url(self.tenant) + start_path
+
+        async def open_start(page: Any) -> None:
+            if cookies:
+                await page.context.add_cookies(cookies)
+            await page.goto(start_url, timeout=self.page_timeout_s * 1000)
+
+        try:
+            self.tab.recycle()  # a fresh context: no cookies, storage or history from the last episode
+            self.tab.run(open_start)
+        except BrowserError as error:
+            self._fail(error)
+        where = "; ".join(
+            f"{self.site(name).title}: {self.site(name).base_url(self.tenant)}/" for name in self.task.sites
+        )
+        return f"{self.task.instruction}\n(Sites: {where}.)"
+
+    def _describe(self) -> str:
+        return f"URL: {self.url}\n{super()._describe()}"
+
+    @property
+    def url(self) -> str:
+        """The URL of the page the tab shows (``""`` before the first episode)."""
+        return "" if self._tab is None or self._tab.page is None else self._tab.page.url
+
+    def _execute(self, command: str) -> str:
+        answer = _ANSWER.match(command)
+        if answer is not None:
+            return self._finish(_read_answer(answer.group(1)))
+        if command.lstrip().startswith("goto"):
+            self._check_goto(command)
+        return super()._execute(command)
+
+    def _check_goto(self, command: str) -> None:
+        try:
+            url = str(parse_command(command, allow_goto=True).args[0])
+        except ValueError as error:
+            raise InvalidAction(str(error)) from None
+        allowed = [self.site(name).base_url(self.tenant) for name in self.site_names]
+        if not any(url == base or url.startswith(base + "/") for base in allowed):
+            raise InvalidAction(f"goto is limited to this task's sites: {', '.join(base + '/' for base in allowed)}")
+
+    async def _after_action(self, page: Any, command: Command) -> str:
+        await page.wait_for_load_state()
+        return ""
+
+    def _finish(self, answer: str) -> str:
+        assert self.task is not None and self.template is not None
+        self.answer = answer
+        outcome = Outcome(
+            answer=answer, url=self.url, tenant=self.tenant, sites={n: self.site(n) for n in self.task.sites}
+        )
+        self.score = float(min(1.0, max(0.0, self.template.check(self.task, outcome))))
+        self.success = self.score >= 1.0
+        self.terminated = True
+        self.history.append(f"answer({json.dumps(answer)})")
+        return f"Answer recorded: {answer!r}. The episode is over."
+
+    # ---- oracle -------------------------------------------------------------------------
+
+    def oracle_action(self) -> str:
+        """The next command of the template's plan, as the agent would write it."""
+        if self.task is None or self.terminated:
+            return 'answer("done")'
+        done = len(self.history)
+        if done >= len(self._plan):
+            return 'answer("the oracle plan ended without an answer")'
+        return self.command_for(self._plan[done])
+
+    def command_for(self, step: Step) -> str:
+        """The agent command that plays plan ``step`` on the current page."""
+        if isinstance(step, Goto):
+            return f"goto({json.dumps(self.site(step.site).base_url(self.tenant) + step.path)})"
+        if isinstance(step, Answer):
+            return f"answer({json.dumps(step.text)})"
+        if isinstance(step, Press):
+            return f"press({json.dumps(step.key)})"
+        if isinstance(step, AnswerFromPage):
+            text = self.evaluate(_TEXT_JS, step.target)
+            if text is None:
+                return f"answer({json.dumps(f'(the oracle found no {step.target} on the page)')})"
+            text = " ".join(str(text).split())
+            if step.pattern is not None:
+                match = re.search(step.pattern, text)
+                text = match.group(1) if match else text
+            return f"answer({json.dumps(text)})"
+        self.page()  # list the elements, so that they have ids
+        bid = self.evaluate(_FIND_JS, step.target)
+        if bid is None:
+            return f"answer({json.dumps(f'(the oracle found no {step.target} on {self.url})')})"
+        if isinstance(step, Click):
+            return f"click({bid})"
+        if isinstance(step, Fill):
+            return f"type({bid}, {json.dumps(step.text)})"
+        if isinstance(step, Choose):
+            return f"select({bid}, {json.dumps(step.option)})"
+        raise TypeError(f"unknown plan step {step!r}")
+
+    def random_action(self, rng: random.Random) -> str:
+        if rng.random() < 0.05:
+            return f'answer("{rng.choice(["done", "yes", "0", "unknown"])}")'
+        return super().random_action(rng)
+
+    def _info(self, command: str, invalid: bool) -> dict[str, Any]:
+        info = super()._info(command, invalid)
+        info["url"] = self.url
+        if self.task is not None:
+            info.update(template=self.task.template, kind=self.task.kind, sites=list(self.task.sites))
+        if self.terminated:
+            info["answer"] = self.answer
+        return info
+
+    def close(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
+        super().close()
+
+
+def _read_answer(raw: str) -> str:
+    """The text of ``answer(...)``: a quoted string (JSON or Python quoting), or the bare words."""
+    raw = raw.strip()
+    if not raw:
+        raise InvalidAction('answer needs your answer in quotes: answer("...")')
+    if raw[0] in "\"'":
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise InvalidAction('cannot read the answer; write it in double quotes: answer("...")') from None
+        if not isinstance(value, str):
+            raise InvalidAction('answer takes one quoted text: answer("...")')
+        return value
+    return raw
