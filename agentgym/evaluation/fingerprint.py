@@ -78,8 +78,15 @@ def _number(value: float) -> float:
 
 
 def task_record(env: gym.Env, task_id: int) -> dict[str, Any]:
-    """What a fingerprint covers of one task (see the module docstring)."""
+    """What a fingerprint covers of one task (see the module docstring).
+
+    An env class whose pages hold what is not the task's (the web apps: the env's tenant in
+    every URL, the time of day) defines ``fingerprint_task(task_id)``: the task's definition as
+    JSON-serialisable data, recorded instead of an episode.
+    """
     base = env.unwrapped
+    if hasattr(base, "fingerprint_task"):
+        return {"task_id": task_id, "task": base.fingerprint_task(task_id)}
     observation, info = env.reset(seed=task_id, options={"task_id": task_id})
     record: dict[str, Any] = {
         "task_id": task_id,

@@ -19,6 +19,7 @@ the app's database, a navigation task's final page, a change task's database row
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import json
 import random
@@ -164,6 +165,14 @@ class WebAppEnv(BrowserEnv):
         rng = random.Random(f"webapps/{template.id}/{split}/{index // len(self.templates)}")
         content = {name: self.site(name).content() for name in template.sites}
         return template, template.instantiate(content, rng, split)
+
+    def fingerprint_task(self, task_id: int) -> dict[str, Any]:
+        """Task ``task_id``'s definition, for its id's fingerprint: the pages show this env's tenant, not the task."""
+        template, task = self.task_for(task_id)
+        return {
+            **dataclasses.asdict(task),
+            "plan": [[type(step).__name__, dataclasses.asdict(step)] for step in template.oracle(task)],
+        }
 
     @property
     def tenant(self) -> int:

@@ -1,0 +1,128 @@
+"""The web-apps family on its real sites: every template's oracle solves tasks of every split, wrong
+answers and half-done changes fail, reset restores the seeded state exactly, and two envs (tenants)
+never see each other's changes. Each site's own tests (tests/test_webapps_<site>.py) go further.
+
+The sites start on first use (installed, seeded and started by ``Site.ensure_ready``); the first
+test of a site pays for that, the rest share the running site.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from agentgym.environments.webapps.env import WebAppEnv, all_templates
+from agentgym.environments.webapps.tasks import Template
+
+TEMPLATES = {template.id: template for template in all_templates()}
+SPLITS = ("train", "dev", "test")
+CHANGE_IDS = [template.id for template in all_templates() if template.kind == "change"]
+
+_ENVS: dict[tuple[str, ...], WebAppEnv] = {}
+
+
+def env_for(template: Template) -> WebAppEnv:
+    """One env per set of sites, shared by this module's tests (a browser tab and a tenant each)."""
+    key = tuple(sorted(template.sites))
+    if key not in _ENVS:
+        _ENVS[key] = WebAppEnv(sites=key)
+    return _ENVS[key]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def close_envs() -> Iterator[None]:
+    yield
+    while _ENVS:
+        _ENVS.popitem()[1].close()
+
+
+def task_ids(env: WebAppEnv, template_id: str, split: str, count: int, offset: int = 0) -> list[int]:
+    """``count`` task ids of ``split`` that are instances of ``template_id`` in ``env``."""
+    index = [template.id for template in env.templates].index(template_id)
+    start = env.splits.ids(split).start  # type: ignore[arg-type]
+    step = len(env.templates)
+    return [start + index + step * (offset + n) for n in range(count)]
+
+
+def play_oracle(env: WebAppEnv, task_id: int, *, max_steps: int = 30) -> dict:
+    """Play the oracle on ``task_id``; the last info (with the trajectory under ``"trace"``)."""
+    _, info = env.reset(options={"task_id": task_id})
+    trace = []
+    for _ in range(max_steps):
+        action = env.oracle_action()
+        observation, _, terminated, _, info = env.step(action)
+        trace.append((action, observation["text"][:300]))
+        if terminated:
+            break
+    info["trace"] = trace
+    return info
+
+
+def play_plan(env: WebAppEnv, plan: list) -> dict:
+    """Play a plan of steps (as the oracle does) from the current state; the last info."""
+    info: dict = {}
+    for step in plan:
+        _, _, terminated, _, info = env.step(env.command_for(step))
+        if terminated:
+            break
+    return info
+
+
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("template_id", list(TEMPLATES))
+def test_oracle_solves_every_template_on_every_split(template_id: str, split: str) -> None:
+    env = env_for(TEMPLATES[template_id])
+    for task_id in task_ids(env, template_id, split, 1, offset=3):
+        info = play_oracle(env, task_id)
+        assert info["template"] == template_id
+        assert info["success"] and info["score"] == 1.0, (task_id, env.instruction, info["trace"])
+
+
+@pytest.mark.parametrize("template_id", list(TEMPLATES))
+def test_a_wrong_or_missing_answer_fails(template_id: str) -> None:
+    env = env_for(TEMPLATES[template_id])
+    env.reset(options={"task_id": task_ids(env, template_id, "dev", 1)[0]})
+    _, reward, terminated, _, info = env.step('answer("zzz-not-an-answer 0.01")')
+    assert terminated and reward == 0.0 and not info["success"], env.instruction
+
+
+@pytest.mark.parametrize("template_id", CHANGE_IDS)
+def test_a_half_done_change_fails(template_id: str) -> None:
+    template = TEMPLATES[template_id]
+    env = env_for(template)
+    env.reset(options={"task_id": task_ids(env, template_id, "test", 1)[0]})
+    plan = template.half_done(env.task)  # type: ignore[arg-type]
+    assert plan, f"{template_id} is a change template without a half-done plan"
+    info = play_plan(env, plan)
+    assert info.get("steps", 0) >= 1 and not info["success"] and info["score"] < 1.0, env.instruction
+
+
+def _sites_with_change_templates() -> list[str]:
+    return sorted(
+        {TEMPLATES[template_id].sites[0] for template_id in CHANGE_IDS if len(TEMPLATES[template_id].sites) == 1}
+    )
+
+
+@pytest.mark.parametrize("site", _sites_with_change_templates())
+def test_reset_restores_the_seeded_state_and_tenants_are_isolated(site: str) -> None:
+    template = next(TEMPLATES[i] for i in CHANGE_IDS if TEMPLATES[i].sites == (site,))
+    env, other = env_for(template), WebAppEnv(sites=(site,))
+    try:
+        task_id = task_ids(env, template.id, "train", 1)[0]
+        other.reset(options={"task_id": task_id})
+        env.reset(options={"task_id": task_id})
+        handle = env.site(site)
+        golden = handle.state_digest(env.tenant)
+        assert other.tenant != env.tenant and handle.state_digest(other.tenant) == golden
+        assert play_oracle(env, task_id)["success"]
+        changed = handle.state_digest(env.tenant)
+        assert changed != golden, "the oracle's change left no trace in the state digest"
+        # The other tenant saw nothing: same digest, and its own check of the task still fails.
+        assert handle.state_digest(other.tenant) == golden
+        _, _, _, _, info = other.step('answer("done")')
+        assert not info["success"]
+        env.reset(options={"task_id": task_id})
+        assert handle.state_digest(env.tenant) == golden
+    finally:
+        other.close()
