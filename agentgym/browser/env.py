@@ -26,6 +26,8 @@ from gymnasium import spaces
 from agentgym.browser.page import (
     ACTION_SYNTAX,
     GOTO_SYNTAX,
+    TAB_COMMANDS,
+    TAB_SYNTAX,
     BrowserError,
     Command,
     Element,
@@ -66,6 +68,7 @@ class BrowserEnv(TextEnv):
         action_timeout_s: float = 5.0,
         page_timeout_s: float = 30.0,
         allow_goto: bool = False,
+        allow_tabs: bool = False,
         fake_clock: bool = False,
         render_mode: str | None = None,
     ) -> None:
@@ -76,6 +79,7 @@ class BrowserEnv(TextEnv):
         self.action_timeout_s = action_timeout_s
         self.page_timeout_s = page_timeout_s
         self.allow_goto = allow_goto
+        self.allow_tabs = allow_tabs
         self.toolset = "with_goto" if allow_goto else "default"  # in browser_tools.yaml
         self.fake_clock = fake_clock
         width, height = self.viewport
@@ -121,7 +125,11 @@ class BrowserEnv(TextEnv):
 
     @property
     def action_syntax(self) -> str:
-        return ACTION_SYNTAX + ("\n" + GOTO_SYNTAX if self.allow_goto else "")
+        return (
+            ACTION_SYNTAX
+            + ("\n" + GOTO_SYNTAX if self.allow_goto else "")
+            + ("\n" + TAB_SYNTAX if self.allow_tabs else "")
+        )
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         self.browser_error = None
@@ -149,14 +157,39 @@ class BrowserEnv(TextEnv):
         return self._page
 
     def _describe(self) -> str:
-        return "Page:\n" + (self.page()[0] or "(empty page)")
+        return self._tab_list() + "Page:\n" + (self.page()[0] or "(empty page)")
+
+    def _tab_list(self) -> str:
+        """``Tabs: [0] title | [1] title (shown)`` and a newline when more than one tab is open, else ``""``."""
+        if not self.allow_tabs or self._tab is None or self._tab.context is None or len(self._tab.context.pages) < 2:
+            return ""
+        try:
+            tabs = self.tab.run(lambda page: self.tab.tab_titles())
+        except BrowserError as error:
+            return f"Tabs: (could not be listed: {error})\n"
+        listed = [
+            f"[{index}] {title or url}" + (" (shown)" if shown else "")
+            for index, (title, url, shown) in enumerate(tabs)
+        ]
+        return "Tabs: " + " | ".join(listed) + "\n"
 
     def _execute(self, command: str) -> str:
         try:
-            parsed = parse_command(command, allow_goto=self.allow_goto)
+            parsed = parse_command(command, allow_goto=self.allow_goto, allow_tabs=self.allow_tabs)
         except ValueError as error:
             raise InvalidAction(str(error)) from None
         timeout_ms = self.action_timeout_s * 1000
+        if parsed.name in TAB_COMMANDS:
+            try:
+                feedback = self.tab.run(lambda page: self.tab.tab_command(parsed))
+            except ElementError as error:
+                raise InvalidAction(str(error)) from None
+            except BrowserError as error:
+                return self._fail(error)
+            finally:
+                self._page_changed()
+            self.history.append(command)
+            return feedback
 
         async def act(page: Any) -> str:
             feedback = await perform(page, parsed, timeout_ms=timeout_ms)

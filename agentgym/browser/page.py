@@ -62,6 +62,13 @@ ACTION_SYNTAX = (
     "  click_xy(x, y)            click at pixel x, y of the viewport"
 )
 GOTO_SYNTAX = '  goto("url")               open a URL'
+TAB_SYNTAX = (
+    "  new_tab()                 open a new, blank tab and show it\n"
+    "  switch_tab(n)             show tab n (the tabs are listed above the page)\n"
+    "  close_tab()               close the tab shown"
+)
+#: The commands that act on the tabs rather than on a page (:meth:`Tab.tab_command`).
+TAB_COMMANDS = ("new_tab", "switch_tab", "close_tab")
 
 
 class BrowserError(Exception):
@@ -89,19 +96,29 @@ _SIGNATURES: dict[str, tuple[type, ...]] = {
     "scroll": (str,),
     "goto": (str,),
     "click_xy": (float, float),
+    "new_tab": (),
+    "switch_tab": (int,),
+    "close_tab": (),
 }
 _BARE_WORD = re.compile(r"^[A-Za-z][\w+\-]*$")
 
 
-def parse_command(text: str, *, allow_goto: bool = False) -> Command:
-    """Parse ``click(12)``, ``type(3, "hi")``, ... into a :class:`Command`; ``ValueError`` says why not."""
+def parse_command(text: str, *, allow_goto: bool = False, allow_tabs: bool = False) -> Command:
+    """Parse ``click(12)``, ``type(3, "hi")``, ... into a :class:`Command`; ``ValueError`` says why not.
+
+    ``goto`` is a command only with ``allow_goto``, the tab commands only with ``allow_tabs``.
+    """
     match = _CALL.match(text)
     if not match:
         raise ValueError('expected a command like click(12) or type(4, "text")')
     name, raw_args = match.groups()
-    if name not in _SIGNATURES or (name == "goto" and not allow_goto):
-        known = ", ".join(command for command in _SIGNATURES if allow_goto or command != "goto")
-        raise ValueError(f"unknown command {name!r}; the commands are {known}")
+    allowed = [
+        command
+        for command in _SIGNATURES
+        if (allow_goto or command != "goto") and (allow_tabs or command not in TAB_COMMANDS)
+    ]
+    if name not in allowed:
+        raise ValueError(f"unknown command {name!r}; the commands are {', '.join(allowed)}")
     signature = _SIGNATURES[name]
     if len(signature) == 1 and signature[0] is str and _BARE_WORD.match(raw_args.strip()):
         args: tuple[Any, ...] = (raw_args.strip(),)  # press(Enter), scroll(down)
@@ -375,7 +392,9 @@ class Tab:
             context = await self.pool.new_context(viewport={"width": width, "height": height})
             context.set_default_timeout(self.timeout_s * 1000)
             page = await context.new_page()
-            page.on("crash", lambda page: setattr(self, "crashed", True))
+            self._watch(page)
+            # A page the site opens (a link with target=_blank) is shown, as a browser shows it.
+            context.on("page", self._show_opened)
             if self.clock_start_ms is not None:
                 await page.clock.install(time=self.clock_start_ms)
                 await page.clock.pause_at(self.clock_start_ms + 1000)
@@ -383,6 +402,38 @@ class Tab:
 
         self.context, self.page = self.pool.call(open_page(), self.pool.launch_timeout_s + self.timeout_s)
         self.crashed = False
+
+    def _watch(self, page: Any) -> None:
+        page.on("crash", lambda page: setattr(self, "crashed", True))
+
+    def _show_opened(self, page: Any) -> None:
+        self._watch(page)
+        self.page = page
+
+    async def tab_command(self, command: Command) -> str:
+        """Run a tab command (:data:`TAB_COMMANDS`) in this context; :class:`ElementError` if it cannot be done."""
+        pages = self.context.pages
+        if command.name == "new_tab":
+            self.page = await self.context.new_page()  # _show_opened also records it
+            return f"Opened tab {len(self.context.pages) - 1} (blank: goto a URL in it)."
+        if command.name == "switch_tab":
+            index = command.args[0]
+            if not 0 <= index < len(pages):
+                raise ElementError(f"there is no tab {index}; the tabs are 0 to {len(pages) - 1}")
+            self.page = pages[index]
+            await self.page.bring_to_front()
+            return f"Switched to tab {index}."
+        if len(pages) == 1:
+            raise ElementError("this is the only tab: it cannot be closed")
+        index = pages.index(self.page)
+        await self.page.close()
+        self.page = self.context.pages[max(0, index - 1)]
+        await self.page.bring_to_front()
+        return f"Closed tab {index}; tab {self.context.pages.index(self.page)} is shown."
+
+    async def tab_titles(self) -> list[tuple[str, str, bool]]:
+        """Each open tab's title, URL, and whether it is the one shown."""
+        return [(await page.title(), page.url, page is self.page) for page in self.context.pages]
 
     def run(self, operation: Callable[[Any], Awaitable[T]], timeout_s: float | None = None) -> T:
         """``await operation(page)`` with a hard timeout; on failure recycle the tab and raise :class:`BrowserError`."""

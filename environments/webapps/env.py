@@ -127,8 +127,8 @@ class WebAppEnv(BrowserEnv):
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("page_timeout_s", 30.0)
-        super().__init__(allow_goto=True, **kwargs)
-        self.toolset = "with_goto_answer"
+        super().__init__(allow_goto=True, allow_tabs=True, **kwargs)
+        self.toolset = "site_tasks"  # in agentgym/browser/browser_tools.yaml
         chosen = [
             template
             for template in all_templates()
@@ -235,7 +235,7 @@ class WebAppEnv(BrowserEnv):
 
     def _check_goto(self, command: str) -> None:
         try:
-            url = str(parse_command(command, allow_goto=True).args[0])
+            url = str(parse_command(command, allow_goto=True, allow_tabs=True).args[0])
         except ValueError as error:
             raise InvalidAction(str(error)) from None
         allowed = [self.site(name).base_url(self.tenant) for name in self.site_names]
