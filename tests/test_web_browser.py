@@ -23,6 +23,7 @@ FORM = b"""<!doctype html><html><body>
 <button id="vanish" onclick="this.remove()">Vanish</button>
 <button id="hang" onclick="while (true) {}">Hang</button>
 <a href="/other">Other page</a>
+<a href="/other" target="_blank">Other page in a new tab</a>
 </body></html>"""
 
 
@@ -165,6 +166,35 @@ def test_hung_page_and_vanished_element(site: str) -> None:
     observation, info = env.reset()
     assert "Greet" in observation["text"] and info["browser_error"] is None
     env.close()
+
+
+def test_tabs(site: str) -> None:
+    """new_tab / switch_tab / close_tab, a target=_blank link opening a shown tab, and the tab list."""
+    from agentgym.browser.env import LiveSiteEnv
+
+    env = LiveSiteEnv(f"{site}/", "Look around.", allow_tabs=True)
+    observation, _ = env.reset()
+    assert "Tabs:" not in observation["text"] and "switch_tab(n)" in observation["text"]
+    observation, _, _, _, info = env.step(f"click({element_id(observation, 'Other page in a new tab')})")
+    assert info["url"] == f"{site}/other" and "[1] " in observation["text"] and "(shown)" in observation["text"]
+    assert "The other page" in observation["text"]
+    observation, _, _, _, info = env.step("switch_tab(0)")
+    assert info["url"] == f"{site}/" and "Greeting" in observation["text"]
+    for bad in ("switch_tab(2)", "close_tab(1)"):
+        assert env.step(bad)[4]["invalid_action"]
+    env.step("new_tab()")
+    observation, _, _, _, info = env.step(f'goto("{site}/other")')
+    assert info["url"] == f"{site}/other" and "[2] " in observation["text"]
+    for _ in range(2):
+        assert not env.step("close_tab()")[4]["invalid_action"]
+    observation, _, _, _, info = env.step("close_tab()")
+    assert info["invalid_action"] and "only tab" in observation["text"] and "Tabs:" not in observation["text"]
+    env.close()
+    # Without allow_tabs the tab commands are not commands.
+    plain = LiveSiteEnv(f"{site}/", "Look around.")
+    plain.reset()
+    assert "unknown command 'new_tab'" in plain.step("new_tab()")[0]["text"]
+    plain.close()
 
 
 def test_64_concurrent_episodes() -> None:
