@@ -1,0 +1,92 @@
+"""The forge's web server: one threaded WSGI process serving every tenant's Trac environment.
+
+Runs with the site's own venv (Trac installed there), never the main one, so it imports no
+agentgym code. A request for ``t<N>.forge.localhost`` is served from the Trac environment
+``<tenants>/t<N>``; ``/login`` takes HTTP basic credentials checked against ``--htpasswd``
+(tracd's ``--basic-auth`` behaviour), which Trac's own login module turns into its
+``trac_auth`` cookie. Any other host gets a one-line health answer.
+
+A reset rewrites a tenant's database in place and bumps its ``trac.ini`` modification time;
+Trac then drops its cached Environment for that tenant (with its caches and pooled
+connections) at the next request.
+
+    python server.py --port 8704 --tenants DIR --htpasswd FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import mimetypes
+import os
+import re
+from socketserver import ThreadingMixIn
+
+import trac
+
+from trac.web.auth import BasicAuthentication
+from trac.web.main import dispatch_request
+from trac.web.wsgi import WSGIServer
+
+TENANT_HOST = re.compile(r"^t(\d{1,4})\.forge\.localhost(?::\d+)?$")
+#: Trac's own static files (``/chrome/common/...``), served here without the whole Trac request cycle.
+COMMON = os.path.join(os.path.dirname(trac.__file__), "htdocs")
+
+
+class ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+
+def make_app(tenants: str, auth: BasicAuthentication):
+    """The WSGI application routing each request to its tenant's environment."""
+
+    def application(environ, start_response):
+        match = TENANT_HOST.match(environ.get("HTTP_HOST", ""))
+        if match is None:
+            start_response("200 OK", [("Content-Type", "text/plain")])
+            return [b"forge: ask for http://t<N>.forge.localhost\n"]
+        env_path = os.path.join(tenants, f"t{int(match.group(1))}")
+        if not os.path.isfile(os.path.join(env_path, "conf", "trac.ini")):
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [f"forge: tenant {match.group(1)} is not set up\n".encode()]
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/chrome/common/"):
+            return static(path[len("/chrome/common/") :], start_response)
+        environ["trac.env_path"] = env_path
+        if environ.get("PATH_INFO", "").endswith("/login"):
+            user = auth.do_auth(environ, start_response)
+            if not user:
+                return []  # do_auth answered 401
+            environ["REMOTE_USER"] = user
+        return dispatch_request(environ, start_response)
+
+    return application
+
+
+def static(name: str, start_response):
+    """A file of Trac's ``htdocs`` (cacheable: the same for every tenant)."""
+    path = os.path.realpath(os.path.join(COMMON, name))
+    if not path.startswith(COMMON + os.sep) or not os.path.isfile(path):
+        start_response("404 Not Found", [("Content-Type", "text/plain")])
+        return [b"not found\n"]
+    with open(path, "rb") as handle:
+        body = handle.read()
+    kind = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    headers = [("Content-Type", kind), ("Content-Length", str(len(body))), ("Cache-Control", "public, max-age=86400")]
+    start_response("200 OK", headers)
+    return [body]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--tenants", required=True)
+    parser.add_argument("--htpasswd", required=True)
+    args = parser.parse_args()
+    auth = BasicAuthentication(args.htpasswd, "forge")
+    server = ThreadingServer(("127.0.0.1", args.port), make_app(os.path.abspath(args.tenants), auth))
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
