@@ -1,0 +1,1 @@
+"""The mail site: Roundcube webmail over Dovecot, with generated company mailboxes (see docs/webapps.md)."""
