@@ -15,7 +15,8 @@
 #   2. the wheelhouse, for the base image's Python (version, machine and glibc are asked from
 #      the image itself): the agentgym wheel, built from this checkout, plus every runtime
 #      dependency of agentgym[server] and a pip wheel, downloaded from PyPI as binary wheels;
-#   3. `docker build --network none` with the wheelhouse as the build context.
+#   3. `docker build --network none` with the wheelhouse as the build context (plus, as context/, the
+#      group's containers/<GROUP>/context folder when it has one: scripts its Dockerfile copies in).
 #
 # Idempotent and fast when nothing changed: each image carries a label with a hash of the
 # sources (agentgym/, environments/, benchmarks/ without results, pyproject.toml, setup.py,
@@ -29,6 +30,10 @@
 #   TAG         image tag                          (default latest)
 #   WHEELHOUSE  where wheelhouses are kept         (default ${AGENTGYM_CACHE:-~/.cache/agentgym}/wheelhouse)
 #   PYTHON      host Python that runs pip          (default python3; a venv is made when it has no pip)
+#   EXTRAS      the agentgym extras whose dependencies go into the wheelhouse (default server)
+#   REQUIREMENTS requirement files (paths relative to the checkout, space-separated) whose packages also
+#               go into the wheelhouse, each resolved on its own (for venvs of their own in the image)
+#   BUILD_ARGS  more `docker build` options, space-separated (e.g. --build-arg NAME=VALUE)
 #   FORCE=1     rebuild even when up to date
 #
 # Needs: a running dockerd, and PyPI reachable from this machine (not from containers).
@@ -42,6 +47,9 @@ CACHE="${AGENTGYM_CACHE:-$HOME/.cache/agentgym}"
 WHEELHOUSE="${WHEELHOUSE:-$CACHE/wheelhouse}"
 PYTHON="${PYTHON:-python3}"
 FORCE="${FORCE:-0}"
+EXTRAS="${EXTRAS:-server}"
+read -r -a REQUIREMENTS <<< "${REQUIREMENTS:-}"
+read -r -a BUILD_ARGS <<< "${BUILD_ARGS:-}"
 
 log() { printf '[containers/build.sh] %s\n' "$*" >&2; }
 fail() { log "error: $*"; exit 1; }
@@ -100,8 +108,11 @@ source_files() {
 sources_hash="$(cd "$REPO" && source_files | xargs -d '\n' sha256sum | sha256sum | cut -c1-16)"
 
 image_hash() {  # the label an up-to-date image of group $1 carries
-    { echo "$sources_hash $base_id $py_tag $py_machine $py_glibc"; cat "$REPO/containers/$1/Dockerfile"; } \
-        | sha256sum | cut -c1-16
+    {
+        echo "$sources_hash $base_id $py_tag $py_machine $py_glibc"
+        cat "$REPO/containers/$1/Dockerfile"
+        [ ! -d "$REPO/containers/$1/context" ] || (cd "$REPO/containers/$1/context" && find . -type f | LC_ALL=C sort | xargs -d '\n' sha256sum)
+    } | sha256sum | cut -c1-16
 }
 
 todo=()
@@ -139,13 +150,28 @@ rm -f "$wheels"/agentgym-*.whl
 cp "$stage"/dist/agentgym-*.whl "$wheels/"
 agentgym_wheel="$(ls "$wheels"/agentgym-*.whl)"
 
-deps_stamp="$(sha256sum "$REPO/pyproject.toml" | cut -c1-16) $py_tag $py_machine $py_glibc"
+deps_stamp="$(cd "$REPO" && cat pyproject.toml "${REQUIREMENTS[@]}" | sha256sum | cut -c1-16) [$EXTRAS] $py_tag $py_machine $py_glibc"
 if [ "$(cat "$wheels/.deps-stamp" 2>/dev/null || true)" != "$deps_stamp" ]; then
-    log "downloading agentgym[server]'s dependencies for Python $py_version ($py_machine, glibc $py_glibc) into $wheels"
+    log "downloading agentgym[$EXTRAS]'s dependencies for Python $py_version ($py_machine, glibc $py_glibc) into $wheels"
     rm -f "$wheels/.deps-stamp"
     find "$wheels" -name '*.whl' ! -name 'agentgym-*' -delete  # no stale versions left behind
-    "${pip[@]}" download --quiet --dest "$wheels" --only-binary=:all: --implementation cp \
-        --python-version "$py_version" --abi "$py_tag" "${platforms[@]}" "$agentgym_wheel[server]" pip >&2
+    download=("${pip[@]}" download --quiet --dest "$wheels" --only-binary=:all: --implementation cp
+        --python-version "$py_version" --abi "$py_tag" "${platforms[@]}")
+    "${download[@]}" "$agentgym_wheel[$EXTRAS]" pip >&2
+    host="$("$PYTHON" -c 'import platform, sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}", platform.machine())')"
+    for requirements in "${REQUIREMENTS[@]}"; do
+        log "downloading the packages of $requirements"
+        if ! "${download[@]}" -r "$REPO/$requirements" >&2; then
+            # Some package has no wheel (an sdist only): build the wheels here, which fits the image only
+            # when this Python is the image's version on the same machine.
+            [ "$host" = "$py_version $py_machine" ] \
+                || fail "$requirements needs a package built from source, and $PYTHON ($host) is not the image's Python" \
+                    "($py_version $py_machine): run with PYTHON=python$py_version"
+            log "some package of $requirements has no wheel: building its wheels with $PYTHON"
+            "${pip[@]}" wheel --quiet --wheel-dir "$wheels" -r "$REPO/$requirements" >&2 \
+                || fail "building the wheels of $requirements failed"
+        fi
+    done
     echo "$deps_stamp" > "$wheels/.deps-stamp"
 else
     log "dependency wheels are up to date in $wheels"
@@ -161,9 +187,16 @@ for group in "${todo[@]}"; do
     image="$PREFIX/$group:$TAG"
     start=$(date +%s)
     log "building $image FROM $BASE"
+    context="$wheels"
+    if [ -d "$REPO/containers/$group/context" ]; then  # the wheels (hard links where possible) and context/
+        context="$stage/context-$group"
+        mkdir -p "$context"
+        cp -al "$wheels/." "$context/" 2>/dev/null || cp -a "$wheels/." "$context/"
+        cp -r "$REPO/containers/$group/context" "$context/context"
+    fi
     # --network none: everything comes from the wheelhouse (and no bridge network is needed).
     if ! docker build --force-rm --network none --file "$REPO/containers/$group/Dockerfile" --build-arg "BASE=$BASE" \
-        --label "agentgym.build-hash=$(image_hash "$group")" --tag "$image" "$wheels" >&2; then
+        "${BUILD_ARGS[@]}" --label "agentgym.build-hash=$(image_hash "$group")" --tag "$image" "$context" >&2; then
         remove_leftovers
         fail "docker build of $image failed (its output is above)"
     fi

@@ -50,6 +50,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 ROOTFS="$(mktemp -d "${TMPDIR:-/tmp}/agentgym-rootfs.XXXXXX")"
+chmod 755 "$ROOTFS"  # the root folder: mktemp's 0700 keeps the packages' scripts run as other users (postgres) out
 cleanup() {
     # debootstrap may leave /proc, /sys or /dev mounted inside ROOTFS when it fails: unmount them
     # (deepest first) before deleting, and never cross into another file system while deleting.

@@ -1,7 +1,8 @@
 """The docker backend: ``gym.make(ENV_ID, backend="docker", **kwargs)``.
 
-The env runs in a new container of its family's image (:func:`image_for`; every family uses
-``agentgym/core:latest`` now, built by ``bash containers/build.sh``). The container runs
+The env runs in a new container of its family's image (:func:`image_for`: ``agentgym/core:latest``,
+built by ``bash containers/build.sh``, but for the families in :data:`FAMILY_IMAGES`, built by
+``containers/<family>/build.sh``). The container runs
 ``agentgym serve ENV_ID --uds /run/agentgym/server.sock``: the server listens on a Unix
 socket in a fresh host folder bind-mounted at ``/run/agentgym``, so that no network is
 needed, and ``gym.make`` returns a :class:`~agentgym.serving.client.RemoteEnv` on that socket which
@@ -25,7 +26,7 @@ owns the container. Episodes are the local env's, as with the ``process`` backen
   while starting, ``TimeoutError`` when it does not answer in time.
 
 Keyword arguments of ``gym.make`` for this backend (taken out before the rest goes to the
-env's constructor; None removes a limit):
+env's constructor; None removes a limit; :data:`FAMILY_DEFAULTS` changes some defaults per family):
 
 * ``docker_image``: the image (default: :func:`image_for` the env's family);
 * ``docker_memory``: ``--memory`` (default ``"2g"``);
@@ -64,13 +65,15 @@ from agentgym.serving.client import RemoteEnv, open_remote_env
 #: The image of every family without its own in :data:`FAMILY_IMAGES`.
 DEFAULT_IMAGE = "agentgym/core:latest"
 #: Family -> image, for families that need another image than :data:`DEFAULT_IMAGE`.
-FAMILY_IMAGES: dict[str, str] = {"desktop": "agentgym/desktop:latest"}
+FAMILY_IMAGES: dict[str, str] = {"desktop": "agentgym/desktop:latest", "webapps": "agentgym/webapps:latest"}
 #: Families whose envs need a network; every other family runs with ``--network none``.
 NETWORK_FAMILIES: frozenset[str] = frozenset()
 #: The uid and gid of the containers of a root caller (root can use any user's socket).
 ROOT_CALLER_USER = (UNPRIVILEGED_UID, UNPRIVILEGED_GID)
 #: Defaults of the ``docker_*`` keyword arguments (see the module docstring).
 DEFAULTS: dict[str, Any] = {"memory": "2g", "cpus": 1.0, "pids_limit": 256, "startup_timeout": 60.0}
+#: Family -> the defaults it changes: the web apps run five sites, PostgreSQL and Chromium in one container.
+FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {"webapps": {"memory": "4g", "cpus": 2.0, "pids_limit": 4096}}
 #: How long ``docker rm --force`` may take before the container is left to its lifeline.
 STOP_TIMEOUT_S = 30.0
 #: Where the shared folder is mounted in the container.
@@ -115,7 +118,7 @@ def make_docker(env_id: str, kwargs: dict[str, Any]) -> RemoteEnv:
         [env_id],
         image=options.pop("image", None) or image_for(env_id),
         network=options.pop("network", None) or ("bridge" if family in NETWORK_FAMILIES else "none"),
-        **{**DEFAULTS, **options},
+        **{**DEFAULTS, **FAMILY_DEFAULTS.get(family, {}), **options},
     )
     # No step limit on the server: gym.make applies TimeLimit on this side.
     return open_remote_env(container, env_id, env_kwargs, max_episode_steps=-1, uds=container.uds)
