@@ -6,8 +6,10 @@
 #      debootstrap (the offline base image), Java 17 (ScienceWorld), Xvfb, a window manager, xdotool
 #      and the desktop apps (Desktop-v0), and python3-venv when python3 can neither pip nor make a venv;
 #   2. dockerd, started when it is not answering, and waited for (its log: /var/log/agentgym-dockerd.log);
-#   3. the images: agentgym/base:bookworm (containers/base/build.sh, debootstrap + docker import)
-#      and agentgym/core:latest (containers/build.sh, from a wheelhouse built here).
+#   3. the images: agentgym/base:bookworm (containers/base/build.sh, debootstrap + docker import),
+#      agentgym/core:latest (containers/build.sh, from a wheelhouse built here) and agentgym/webapps:latest
+#      (containers/webapps/build.sh: its own debootstrap base, the sites installed and seeded; WEBAPPS_IMAGE=0
+#      leaves it out).
 #
 # Idempotent: what is there already is checked and left alone (a second run takes seconds).
 # Prints what it does; exits non-zero with the reason when a step fails. Installing packages and
@@ -63,6 +65,14 @@ done
 for package in xfonts-base at-spi2-core gir1.2-atspi-2.0 python3-gi fonts-dejavu-core; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
 done
+# The web apps' servers (environments/webapps; each site's Site.apt_packages, checked by
+# tests/test_webapps_sites.py): PostgreSQL (shop, forum), MediaWiki and PHP (wiki), git (forge),
+# Roundcube over Dovecot with Sieve (mail).
+WEBAPPS_PACKAGES="postgresql python3-venv git mediawiki php-cli php-sqlite3 php-intl php-mbstring php-xml \
+roundcube roundcube-sqlite3 roundcube-plugins dovecot-imapd dovecot-sieve dovecot-managesieved"
+for package in $WEBAPPS_PACKAGES; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
+done
 # python3 must make venvs with pip (the test command's `python3 -m venv .venv`, and containers/build.sh
 # when python3 has no pip): Debian splits that off into python3-venv.
 if ! command -v python3 >/dev/null 2>&1; then
@@ -111,5 +121,9 @@ if [ "$BASE" = agentgym/base:bookworm ] && ! docker image inspect "$BASE" >/dev/
     as_root env IMAGE="$BASE" bash "$REPO/containers/base/build.sh" || fail "building the base image $BASE failed"
 fi
 BASE="$BASE" bash "$REPO/containers/build.sh" core || fail "building the agentgym/core image failed"
+if [ "${WEBAPPS_IMAGE:-1}" != 0 ]; then
+    # Up to date: about a second. From scratch: minutes (its debootstrap, the sites' wheels, seeding every site).
+    as_root bash "$REPO/containers/webapps/build.sh" || fail "building the agentgym/webapps image failed"
+fi
 
 log "ready in $(($(date +%s) - start)) s"
