@@ -324,3 +324,5 @@ def _load(db: sqlite3.Connection, content: dict[str, Any], cookie: Any) -> None:
         [(cookie(u["username"]), u["username"], COOKIE_TIME) for u in users],
     )
     db.execute("INSERT INTO permission (username, action) VALUES (?, 'TRAC_ADMIN')", (admin,))
+    # The id of the (default, unnamed) git repository, which Trac would otherwise insert on first browse.
+    db.execute("INSERT INTO repository (id, name, value) VALUES (1, 'name', '')")

@@ -35,8 +35,10 @@ from agentgym.environments.webapps.tasks import (
 SITE = "forge"
 #: Trac's ticket states that count as open.
 OPEN = ("new", "assigned", "accepted", "reopened")
-#: The golden content's last ticket number: tickets above it were made in the episode.
+#: The submit button of Trac's ticket forms.
 SUBMIT = 'input[name="submit"]'
+#: The folded "Modify Ticket" section of a ticket's page (its workflow actions are inside).
+MODIFY = "text=Modify Ticket"
 
 
 def content(pick: Picker) -> Mapping[str, Any]:
@@ -314,7 +316,7 @@ class LatestChangeset(ForgeTemplate):
         return {"path": path}, (SITE, "/browser"), {}
 
     def oracle(self, task: Task) -> list[Step]:
-        return [Goto(SITE, f"/log/{task.params['path']}"), Click("td.chgset a"), Answer("done")]
+        return [Goto(SITE, f"/log/{task.params['path']}"), Click("td.rev a.chgset"), Answer("done")]
 
     def check(self, task: Task, outcome: Outcome) -> float:
         sha = outcome.sites[SITE].git("log", "-1", "--format=%H", "--", task.params["path"]).strip()  # type: ignore[attr-defined]
@@ -390,6 +392,7 @@ class CloseTicket(ForgeTemplate):
         return [
             Goto(SITE, f"/ticket/{task.params['ticket']}"),
             Fill("#comment", task.params["comment"]),
+            Click(MODIFY),
             Click("#action_resolve"),
             Choose("#action_resolve_resolve_resolution", "fixed"),
             Click(SUBMIT),
@@ -428,6 +431,7 @@ class ReassignTicket(ForgeTemplate):
     def oracle(self, task: Task) -> list[Step]:
         return [
             Goto(SITE, f"/ticket/{task.params['ticket']}"),
+            Click(MODIFY),
             Click("#action_reassign"),
             Fill("#action_reassign_reassign_owner", task.params["user"]),
             Click(SUBMIT),
@@ -474,9 +478,10 @@ class EditWiki(ForgeTemplate):
         if not rows:
             return 0.0
         text = rows[0][0].replace("\r\n", "\n")
-        added = task.params["sentence"] in text
+        if task.params["sentence"] not in text:
+            return 0.0
         kept = all(line.strip() in text for line in task.params["text"].splitlines() if line.strip())
-        return (added + kept) / 2
+        return 1.0 if kept else 0.5  # the sentence, but the page's own text lost
 
 
 TEMPLATES: list[Template] = [
