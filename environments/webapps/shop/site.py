@@ -1,0 +1,210 @@
+"""The shop: django-oscar 4.2 (storefront, customer accounts, dashboard) on the shared PostgreSQL cluster.
+
+- Install: the site's own venv (``<home>/shop/venv``) from ``requirements.txt`` (exact pins), and
+  its static files collected into ``<home>/shop/static`` (whitenoise serves them).
+- Golden: an empty database migrated once per install (``shop_migrated``), copied to
+  ``shop_golden`` and filled from the generated content by the ``shop_seed`` management command
+  (bulk ORM inserts); then the Whoosh search index is built from it (``<home>/shop/golden/whoosh``).
+- Serve: one gunicorn (2 workers x 8 threads) on ``127.0.0.1:8701`` for every tenant; the Django
+  project in ``server/`` routes ``t<N>.shop.localhost`` to the database ``shop_t<N>``.
+- Reset: ``shop_t<N>`` = a template copy of ``shop_golden``.
+
+The search index is shared by every tenant (it is built from the golden catalogue); search results
+are loaded from the tenant's own database, so prices and stock are the tenant's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+from agentgym.environments.webapps.postgres import Postgres
+from agentgym.environments.webapps.shop import content as shop_content
+from agentgym.environments.webapps.site import (
+    DEFAULT_SEED,
+    Site,
+    SiteError,
+    daemon_alive,
+    run,
+    start_daemon,
+    stop_daemon,
+    wait_for_http,
+)
+
+PACKAGE = Path(__file__).parent
+SERVER = PACKAGE / "server"
+
+
+def _files_digest(*paths: Path) -> str:
+    digest = hashlib.sha256()
+    for root in paths:
+        for path in sorted([root] if root.is_file() else root.rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".txt", ".yaml", ".json"):
+                digest.update(path.relative_to(PACKAGE).as_posix().encode() + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+class ShopSite(Site):
+    """django-oscar's shop (see the module docstring); tenants are databases ``shop_t<N>``."""
+
+    name = "shop"
+    title = "the shop (django-oscar)"
+    default_port = 8701
+    apt_packages: ClassVar[tuple[str, ...]] = ("postgresql", "python3-venv")
+    #: Server processes: gunicorn workers and threads per worker.
+    workers, threads = 2, 8
+
+    def __init__(self, home: Path | None = None, seed: int = DEFAULT_SEED) -> None:
+        super().__init__(home, seed)
+        self.postgres = Postgres(home)
+
+    # ---- content ------------------------------------------------------------------------
+
+    def generate(self, seed: int) -> dict[str, Any]:
+        return shop_content.generate(seed)
+
+    def generator_version(self) -> str:
+        """The generator, its data and the seeding command (not the templates: editing them keeps the golden)."""
+        return _files_digest(PACKAGE / "content.py", PACKAGE / "data", SERVER)
+
+    def install_version(self) -> str:
+        return _files_digest(PACKAGE / "requirements.txt", SERVER / "shopapp" / "settings.py")
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    @property
+    def venv(self) -> Path:
+        return self.home / "venv"
+
+    def _env(self, database: str = "shop_golden") -> dict[str, str]:
+        env = {key: value for key, value in os.environ.items() if key not in ("VIRTUAL_ENV", "PYTHONHOME")}
+        env.update(
+            DJANGO_SETTINGS_MODULE="shopapp.settings",
+            PYTHONPATH=str(SERVER),
+            SHOP_HOME=str(self.home),
+            SHOP_PG_HOST=str(self.postgres.socket_dir),
+            SHOP_DATABASE=database,
+            PATH=f"{self.venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        )
+        return env
+
+    def _django(self, *arguments: str, database: str = "shop_golden") -> None:
+        run(
+            [str(self.venv / "bin" / "python"), "-m", "django", *arguments],
+            log=self.run_dir / "setup.log",
+            env=self._env(database),
+            cwd=SERVER,
+        )
+
+    def install(self) -> None:
+        """The venv with django-oscar (pip honours PIP_NO_INDEX/PIP_FIND_LINKS) and the collected static files."""
+        log = self.run_dir / "setup.log"
+        if not (self.venv / "bin" / "python").exists():
+            run([sys.executable, "-m", "venv", str(self.venv)], log=log)
+        run(
+            [str(self.venv / "bin" / "python"), "-m", "pip", "install", "-q", "-r", str(PACKAGE / "requirements.txt")],
+            log=log,
+        )
+        self._django("collectstatic", "--noinput", "-v", "0")
+        (self.home / "migrated").unlink(missing_ok=True)  # a new install migrates again
+
+    def build_golden(self, content: dict[str, Any]) -> None:
+        """Migrate (once per install), seed ``shop_golden`` from ``content`` and build the search index."""
+        import json
+
+        self.postgres.ensure_running()
+        marker = self.home / "migrated"
+        if not marker.exists() or marker.read_text() != self.install_version() or not self.postgres.exists(
+            "shop_migrated"
+        ):
+            self._create_empty("shop_migrated")
+            self._django("migrate", "--noinput", "-v", "0", database="shop_migrated")
+            marker.write_text(self.install_version())
+        self.postgres.copy_database("shop_migrated", "shop_golden")
+        data = self.golden_dir / "content.json"
+        data.write_text(json.dumps(content))
+        self._django("shop_seed", str(data))
+        data.unlink()
+        self._django("rebuild_index", "--noinput", "-v", "0")
+        with self.postgres.connect("shop_golden") as connection:
+            connection.execute("VACUUM ANALYZE")
+
+    def _create_empty(self, database: str) -> None:
+        from psycopg import sql
+
+        self.postgres.drop_database(database)
+        with self.postgres.connect("postgres") as connection:
+            connection.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(sql.Identifier(database)))
+
+    @property
+    def _pid_file(self) -> Path:
+        return self.run_dir / "gunicorn.pid"
+
+    def start(self) -> None:
+        self.postgres.ensure_running()
+        if daemon_alive(self._pid_file):
+            return
+        log = self.run_dir / "server.log"
+        start_daemon(
+            [
+                str(self.venv / "bin" / "gunicorn"),
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                str(self.workers),
+                "--threads",
+                str(self.threads),
+                "--worker-class",
+                "gthread",
+                "--timeout",
+                "120",
+                "--no-control-socket",
+                "shopapp.wsgi:application",
+            ],
+            pid_file=self._pid_file,
+            log=log,
+            env=self._env(),
+            cwd=SERVER,
+        )
+        wait_for_http(f"http://127.0.0.1:{self.port}/", timeout_s=60, log=log)
+
+    def running(self) -> bool:
+        return daemon_alive(self._pid_file) and self.postgres.running()
+
+    def stop(self) -> None:
+        stop_daemon(self._pid_file)
+
+    # ---- tenants ------------------------------------------------------------------------
+
+    def database(self, tenant: int) -> str:
+        """The tenant's database name: ``shop_t3``."""
+        return f"shop_t{tenant}"
+
+    def reset_tenant(self, tenant: int) -> None:
+        self.postgres.ensure_running()
+        self.postgres.copy_database("shop_golden", self.database(tenant))
+
+    def state_digest(self, tenant: int) -> str:
+        return self.postgres.digest(self.database(tenant))
+
+    def connect(self, tenant: int) -> Any:
+        """A psycopg connection (autocommit) to the tenant's database, for checkers."""
+        return self.postgres.connect(self.database(tenant))
+
+    def session_cookies(self, tenant: int, user: str) -> list[dict[str, Any]]:
+        sessions = self.content()["sessions"]
+        if user not in sessions:
+            raise SiteError(f"the shop has no seeded session for {user!r} (users: admin and the customers' usernames)")
+        return [
+            {
+                "name": "sessionid",
+                "value": sessions[user],
+                "domain": self.host(tenant),
+                "path": "/",
+                "httpOnly": True,
+                "sameSite": "Lax",
+            }
+        ]
