@@ -52,9 +52,7 @@ def render(message: Mapping[str, Any]) -> bytes:
 def file_name(message: Mapping[str, Any]) -> tuple[str, str]:
     """(base name, flags) of a generated message's file: ``<time>.M<uid>P0.agentgym`` and ``FRS``-style flags."""
     flags = "".join(
-        letter
-        for letter, on in (("F", message["flagged"]), ("R", message["answered"]), ("S", message["seen"]))
-        if on
+        letter for letter, on in (("F", message["flagged"]), ("R", message["answered"]), ("S", message["seen"])) if on
     )
     return f"{message['timestamp']}.M{message['uid']}P0.agentgym", flags
 
@@ -178,9 +176,7 @@ class Account:
 
     def find(self, message_id: str) -> list[StoredMessage]:
         """Every copy of the message with ``message_id`` (not ``\\Deleted``), in any folder."""
-        return [
-            message for message in self.all_messages() if message.message_id == message_id and not message.deleted
-        ]
+        return [message for message in self.all_messages() if message.message_id == message_id and not message.deleted]
 
 
 def outbox(tenant_dir: Path) -> list[EmailMessage]:

@@ -135,7 +135,13 @@ class MailSite(Site):
     def _as_service(self, command: list[str]) -> list[str]:
         if os.geteuid() != 0:
             return command
-        return ["setpriv", f"--reuid={self.service.pw_uid}", f"--regid={self.service.pw_gid}", "--clear-groups", *command]
+        return [
+            "setpriv",
+            f"--reuid={self.service.pw_uid}",
+            f"--regid={self.service.pw_gid}",
+            "--clear-groups",
+            *command,
+        ]
 
     def _chown(self, *paths: Path) -> None:
         if os.geteuid() == 0:
@@ -203,7 +209,8 @@ class MailSite(Site):
         )
         (plugins / "agentgym_tenant").mkdir()
         shutil.copy(
-            Path(__file__).parent / "server" / "agentgym_tenant.php", plugins / "agentgym_tenant" / "agentgym_tenant.php"
+            Path(__file__).parent / "server" / "agentgym_tenant.php",
+            plugins / "agentgym_tenant" / "agentgym_tenant.php",
         )
         self._chown(self.runtime)
 
@@ -214,6 +221,8 @@ class MailSite(Site):
         users = "".join(f"{owner['login']}:{{PLAIN}}{PASSWORD}::::::\n" for owner in content["owners"])
         self.etc.mkdir(parents=True, exist_ok=True)
         (self.etc / "users.passwd").write_text(users)
+        addresses = "".join(f"{owner['email']} {owner['login']}\n" for owner in content["owners"])
+        (self.etc / "addresses").write_text(addresses)
         staging = self.tenant_dir("golden")
         if staging.exists():
             shutil.rmtree(staging)
@@ -232,7 +241,11 @@ class MailSite(Site):
             raise
         with sqlite3.connect(staging / "roundcube.db") as database:
             for owner in content["owners"]:
-                database.execute("UPDATE identities SET name = ? WHERE email = ?", (owner["name"], owner["email"]))
+                database.execute(
+                    "UPDATE identities SET name = ?, email = ? "
+                    "WHERE user_id = (SELECT user_id FROM users WHERE username = ?)",
+                    (owner["name"], owner["email"], owner["login"]),
+                )
         state = self.golden_dir / "state"
         subprocess.run(["cp", "-a", str(staging), str(state)], check=True)
         shutil.rmtree(staging)
@@ -267,7 +280,9 @@ class MailSite(Site):
         status, page = request("POST", "/?_task=login", urllib.parse.urlencode(form))
         if status != 302 or "roundcube_sessauth" not in cookies or cookies["roundcube_sessauth"] == "-del-":
             errors = log_tail(self.run_dir / "roundcube-logs" / "errors.log")
-            raise SiteError(f"Roundcube did not log {login} in (HTTP {status}){errors}{log_tail(self.run_dir / 'dovecot.log')}")
+            raise SiteError(
+                f"Roundcube did not log {login} in (HTTP {status}){errors}{log_tail(self.run_dir / 'dovecot.log')}"
+            )
         status, page = request("GET", "/?_task=mail&_mbox=INBOX")
         if status != 200 or "messagelist" not in page:
             raise SiteError(f"Roundcube's session for {login} does not open the inbox (HTTP {status})")
@@ -303,8 +318,8 @@ class MailSite(Site):
                 str(self.tenants),
                 "--users",
                 str(self.etc / "users.passwd"),
-                "--domain",
-                self.content()["domain"],
+                "--addresses",
+                str(self.etc / "addresses"),
             ],
             "php": [
                 "php",

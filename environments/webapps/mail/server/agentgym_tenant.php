@@ -4,8 +4,10 @@
  * being named by the request's host (config 'agentgym_tenant', set in config.inc.php), so one
  * Roundcube serves every tenant's own accounts while its users and sessions stay tenant-free.
  *
- * It also opens a clicked message as a page of its own instead of in the preview frame, so
- * that the message is on the page an agent reads (agentgym's page text covers the main frame).
+ * Two changes for agents, who read the page as text once an action's page load is over: a
+ * clicked message opens as a page of its own instead of in the preview frame (the page text
+ * covers the main frame only), and Roundcube's requests to its server are synchronous, so that
+ * an action (search, flag, move) is complete when the click or key press returns.
  */
 class agentgym_tenant extends rcube_plugin
 {
@@ -15,6 +17,11 @@ class agentgym_tenant extends rcube_plugin
         $this->add_hook('smtp_connect', [$this, 'smtp_connect']);
         $this->add_hook('managesieve_connect', [$this, 'managesieve_connect']);
         $this->add_hook('render_page', [$this, 'render_page']);
+        $output = rcmail::get_instance()->output;
+        if ($output instanceof rcmail_output_html) {
+            // Inline head scripts run after jQuery and app.js are loaded, before rcmail.init().
+            $output->add_script('jQuery.ajaxSetup({async: false});', 'head');
+        }
     }
 
     private function tenant_user($user)

@@ -2,13 +2,14 @@
 
 Standard library only (it runs under the system Python as the mail site's service user).
 Roundcube submits with SMTP AUTH as ``<user>@<tenant>``; the tenant names where a message
-goes: to a user of the site's mail domain, into ``<tenants>/<tenant>/mail/<user>/Maildir/new``
-(Dovecot picks it up); to anyone else, into ``<tenants>/<tenant>/outbox/`` (the world outside,
-kept so that checkers can see what was sent). Both get the envelope as headers on top.
+goes: to an account's address (``--addresses``: lines ``address login``), into
+``<tenants>/<tenant>/mail/<login>/Maildir/new`` (Dovecot picks it up); to anyone else, into
+``<tenants>/<tenant>/outbox/`` (the world outside, kept so that checkers can see what was
+sent). Both get the envelope as headers on top.
 
 It stands in for Postfix, which needs root to run; see docs/webapps.md ("Mail").
 
-Usage: smtp_server.py --port 8712 --tenants DIR --users FILE --domain example.test
+Usage: smtp_server.py --port 8712 --tenants DIR --users FILE --addresses FILE
 """
 
 from __future__ import annotations
@@ -58,16 +59,16 @@ def write_atomically(folder: Path, name: str, data: bytes) -> None:
 class Delivery:
     """Where one tenant's mail goes (see the module docstring)."""
 
-    def __init__(self, tenants: Path, domain: str, users: dict[str, str]) -> None:
-        self.tenants, self.domain, self.users = tenants, domain.lower(), users
+    def __init__(self, tenants: Path, addresses: dict[str, str], users: dict[str, str]) -> None:
+        self.tenants, self.addresses, self.users = tenants, addresses, users
 
     def deliver(self, tenant: str, sender: str, recipients: list[str], message: bytes) -> None:
         body = message.replace(b"\r\n", b"\n")
         for recipient in recipients:
-            local, _, domain = recipient.lower().partition("@")
-            if domain == self.domain and local in self.users:
+            login = self.addresses.get(recipient.lower())
+            if login is not None:
                 head = f"Return-Path: <{sender}>\nDelivered-To: {recipient}\n".encode()
-                maildir = self.tenants / tenant / "mail" / local / "Maildir"
+                maildir = self.tenants / tenant / "mail" / login / "Maildir"
                 write_atomically(maildir / "new", unique_name(), head + body)
             else:
                 head = f"X-Envelope-From: <{sender}>\nX-Envelope-To: <{recipient}>\n".encode()
@@ -192,9 +193,10 @@ async def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--tenants", type=Path, required=True)
     parser.add_argument("--users", type=Path, required=True)
-    parser.add_argument("--domain", required=True)
+    parser.add_argument("--addresses", type=Path, required=True)
     args = parser.parse_args()
-    delivery = Delivery(args.tenants, args.domain, read_users(args.users))
+    addresses = dict(line.lower().split()[:2] for line in args.addresses.read_text().splitlines() if line.strip())
+    delivery = Delivery(args.tenants, addresses, read_users(args.users))
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
