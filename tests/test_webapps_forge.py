@@ -114,6 +114,21 @@ def test_reset_restores_the_state_and_trac_forgets_its_caches(site: ForgeSite, t
     assert "zz-sentinel" not in fetch(site, tenant, "/newticket", login)[1]
 
 
+def test_a_reset_stamp_empties_tracs_caches(site: ForgeSite, tenants: list[int]) -> None:
+    tenant = tenants[0]
+    site.reset_tenant(tenant)
+    login = as_developer(site, tenant)
+    assert "zz-direct" not in fetch(site, tenant, "/newticket", login)[1]  # the component list is cached now
+    with sqlite3.connect(site.database(tenant)) as db:  # behind Trac's back: no cache generation bumped
+        db.execute("INSERT INTO component (name, owner) VALUES ('zz-direct', 'nobody')")
+    db.close()
+    assert "zz-direct" not in fetch(site, tenant, "/newticket", login)[1], "Trac did not cache the components"
+    site.forget_caches(tenant)
+    assert "zz-direct" in fetch(site, tenant, "/newticket", login)[1]
+    site.reset_tenant(tenant)
+    assert "zz-direct" not in fetch(site, tenant, "/newticket", login)[1]
+
+
 def test_tenants_do_not_see_each_others_changes(site: ForgeSite, tenants: list[int]) -> None:
     mine, other = tenants
     for tenant in tenants:

@@ -239,7 +239,7 @@ def _commits(
     for component in components:
         module = component["module"]
         files[f"{package}/{module}/__init__.py"] = {}
-        for stem in rng.sample(stems, 3):
+        for stem in rng.sample(stems, 5):
             files[f"{package}/{module}/{stem}.py"] = dict([_function(rng, data)])
         files[f"tests/test_{module}.py"] = dict([_function(rng, data)])
         files[f"docs/{module}.rst"] = {"intro": [component["description"] + "."]}

@@ -6,9 +6,12 @@ agentgym code. A request for ``t<N>.forge.localhost`` is served from the Trac en
 (tracd's ``--basic-auth`` behaviour), which Trac's own login module turns into its
 ``trac_auth`` cookie. Any other host gets a one-line health answer.
 
-A reset rewrites a tenant's database in place and bumps its ``trac.ini`` modification time;
-Trac then drops its cached Environment for that tenant (with its caches and pooled
-connections) at the next request.
+A reset rewrites a tenant's database in place and touches the tenant's ``reset`` stamp file;
+at the tenant's next request this server empties Trac's cache manager for that tenant, so
+nothing cached during the episode outlives it (Trac's own generation check would catch most
+of it too: a cached value is kept only while the ``cache`` table's generation equals the one it
+was read at). Reopening the whole Environment would do the same but costs about a second on
+the first page after every reset (components, templates); a changed ``trac.ini`` still does that.
 
     python server.py --port 8704 --tenants DIR --htpasswd FILE
 """
@@ -19,9 +22,12 @@ import argparse
 import mimetypes
 import os
 import re
+import threading
 from socketserver import ThreadingMixIn
 
 import trac
+from trac.cache import CacheManager
+from trac.env import env_cache, env_cache_lock
 
 from trac.web.auth import BasicAuthentication
 from trac.web.main import dispatch_request
@@ -30,6 +36,29 @@ from trac.web.wsgi import WSGIServer
 TENANT_HOST = re.compile(r"^t(\d{1,4})\.forge\.localhost(?::\d+)?$")
 #: Trac's own static files (``/chrome/common/...``), served here without the whole Trac request cycle.
 COMMON = os.path.join(os.path.dirname(trac.__file__), "htdocs")
+
+
+#: The reset stamp each tenant's cached Environment was last cleared for (env path -> mtime in ns).
+_stamps: dict[str, int] = {}
+_stamps_lock = threading.Lock()
+
+
+def forget_episode(env_path: str) -> None:
+    """Empty Trac's caches for the tenant at ``env_path`` if it was reset since they were filled."""
+    try:
+        stamp = os.stat(os.path.join(env_path, "reset")).st_mtime_ns
+    except OSError:
+        stamp = 0
+    if _stamps.get(env_path) == stamp:
+        return
+    with _stamps_lock:
+        with env_cache_lock:
+            env = env_cache.get(env_path)
+        if env is not None:
+            manager = CacheManager(env)
+            with manager._lock:  # Trac 1.6's cache manager: the shared dict every request copies from
+                manager._cache.clear()
+        _stamps[env_path] = stamp
 
 
 class ThreadingServer(ThreadingMixIn, WSGIServer):
@@ -52,6 +81,7 @@ def make_app(tenants: str, auth: BasicAuthentication):
         path = environ.get("PATH_INFO", "")
         if path.startswith("/chrome/common/"):
             return static(path[len("/chrome/common/") :], start_response)
+        forget_episode(env_path)
         environ["trac.env_path"] = env_path
         if environ.get("PATH_INFO", "").endswith("/login"):
             user = auth.do_auth(environ, start_response)

@@ -8,8 +8,8 @@ One threaded WSGI process (``server.py``, in the site's own venv) serves every t
 dates, so its hashes are deterministic) is shared read-only by all tenants.
 
 Reset copies the golden database into the tenant's file in place (SQLite's backup API) and
-bumps the tenant's ``trac.ini`` modification time, which makes Trac drop its cached
-Environment (caches, connection pool) for that tenant at the next request.
+touches the tenant's ``reset`` stamp, which makes the server empty Trac's caches for that
+tenant at its next request (``server.py``).
 
 Users log in with a seeded ``trac_auth`` cookie (the ``auth_cookie`` table) or through
 ``/login`` with HTTP basic credentials (``golden/htpasswd``).
@@ -200,7 +200,7 @@ class ForgeSite(Site):
     # ---- tenants ------------------------------------------------------------------------
 
     def reset_tenant(self, tenant: int) -> None:
-        """Copy the golden database into the tenant's in place and make Trac reload the tenant."""
+        """Copy the golden database into the tenant's in place and have the server forget the tenant's caches."""
         env = self.tenant_env(tenant)
         with file_lock(self.tenants_dir / f"t{tenant}.lock"):
             if not (env / "conf" / "trac.ini").exists():
@@ -219,12 +219,18 @@ class ForgeSite(Site):
             finally:
                 target.close()
                 golden.close()
-            ini = env / "conf" / "trac.ini"
-            shutil.copyfile(self.golden_env / "conf" / "trac.ini", ini)
-            # A new modification time (never equal to the one Trac read last) reloads the environment.
-            before = ini.stat().st_mtime_ns
-            now = time.time_ns()
-            os.utime(ini, ns=(now, max(now, before + 1_000_000)))
+            ini, golden_ini = env / "conf" / "trac.ini", self.golden_env / "conf" / "trac.ini"
+            if ini.read_bytes() != golden_ini.read_bytes():
+                shutil.copyfile(golden_ini, ini)  # a new golden build: Trac reopens the environment
+            self.forget_caches(tenant)
+
+    def forget_caches(self, tenant: int) -> None:
+        """Have the server empty Trac's in-process caches for ``tenant`` at its next request (a new stamp)."""
+        stamp = self.tenant_env(tenant) / "reset"
+        before = stamp.stat().st_mtime_ns if stamp.exists() else 0
+        stamp.touch()
+        now = time.time_ns()
+        os.utime(stamp, ns=(now, max(now, before + 1)))
 
     def session_cookie(self, user: str) -> str:
         """The value of ``user``'s seeded ``trac_auth`` cookie (the same in every tenant)."""

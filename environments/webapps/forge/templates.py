@@ -184,27 +184,31 @@ class MilestoneOpenTickets(ForgeTemplate):
         return float(number_match(outcome.answer, count))
 
 
-class MilestoneDue(ForgeTemplate):
-    id = "forge/milestone-due"
+class MilestoneDate(ForgeTemplate):
+    """The due date of a pending milestone, or the day a finished one was completed (roadmap, then milestone)."""
+
+    id = "forge/milestone-date"
     kind: ClassVar[Kind] = "info"
 
     def params(self, pick: Picker) -> tuple[dict[str, Any], tuple[str, str], dict[str, str]]:
-        pending = [m for m in content(pick)["milestones"] if not m["completed"]]
-        milestone = pick.choice(pending, key=lambda m: m["name"], shared=True)
-        return {"milestone": milestone["name"]}, (SITE, "/"), {}
+        milestone = pick.choice(content(pick)["milestones"], key=lambda m: m["name"], shared=True)
+        which = "completed" if milestone["completed"] else "due"
+        return {"milestone": milestone["name"], "which": which}, (SITE, "/"), {}
 
     def oracle(self, task: Task) -> list[Step]:
+        roadmap = "/roadmap?show=completed" if task.params["which"] == "completed" else "/roadmap"
         return [
-            Goto(SITE, "/roadmap"),
+            Goto(SITE, roadmap),
             Click(f'a[href="/milestone/{task.params["milestone"]}"]'),
             AnswerFromPage(".info p.date", r"\((\d{4}-\d\d-\d\d)"),
         ]
 
     def check(self, task: Task, outcome: Outcome) -> float:
-        due = one(outcome, "SELECT due FROM milestone WHERE name=?", task.params["milestone"])
-        if not due:
+        column = {"due": "due", "completed": "completed"}[task.params["which"]]
+        when = one(outcome, f"SELECT {column} FROM milestone WHERE name=?", task.params["milestone"])
+        if not when:
             return 0.0
-        expected = datetime.fromtimestamp(due / 1e6, tz=timezone.utc).strftime("%Y-%m-%d")
+        expected = datetime.fromtimestamp(when / 1e6, tz=timezone.utc).strftime("%Y-%m-%d")
         return float(date_match(outcome.answer, expected))
 
 
@@ -488,7 +492,7 @@ TEMPLATES: list[Template] = [
     TicketOwner(),
     TicketReporter(),
     MilestoneOpenTickets(),
-    MilestoneDue(),
+    MilestoneDate(),
     FileLastAuthor(),
     FileLastMessage(),
     OpenTicket(),
