@@ -99,6 +99,14 @@ class WikiSite(Site):
     def generate(self, seed: int) -> dict[str, Any]:
         return wiki_content.generate(seed)
 
+    def generator_version(self) -> str:
+        """A hash of what the content and the golden database are made from (not the task templates)."""
+        package = Path(__file__).parent
+        digest = hashlib.sha256()
+        for path in [package / "content.py", package / "data.yaml", package / "site.py", *sorted(_PHP_DIR.iterdir())]:
+            digest.update(path.name.encode() + path.read_bytes())
+        return digest.hexdigest()[:12]
+
     # ---- install and seed ---------------------------------------------------------------
 
     def install(self) -> None:
@@ -151,6 +159,7 @@ class WikiSite(Site):
             self._maintenance("createAndPromote.php", user["name"], user["password"], db_dir=build)
         dump = build / "dump.xml"
         dump.write_text(render_dump(content))
+        # Links, categories and the search index are filled once afterwards (faster than per revision).
         self._maintenance("importDump.php", "--no-updates", str(dump), db_dir=build)
         self._maintenance("refreshLinks.php", db_dir=build)
         self._maintenance("rebuildrecentchanges.php", db_dir=build)
@@ -249,12 +258,16 @@ class WikiSite(Site):
         return sqlite3.connect(f"file:{self.golden_file}?mode=ro", uri=True)
 
     def state_digest(self, tenant: int) -> str:
-        """SHA-256 of every row of every table of the tenant's database (in rowid order)."""
+        """SHA-256 of every row of every table of the tenant's database (in rowid order).
+
+        The ``objectcache`` table is left out: it holds the browser sessions that every visit
+        makes (a session per episode), not the wiki's content.
+        """
         digest = hashlib.sha256()
         with self.connect(tenant) as db:
             tables = [row[0] for row in db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-                "AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name"
+                "AND name != 'objectcache' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name"
             )]  # fmt: skip
             for table in tables:
                 digest.update(table.encode())

@@ -175,7 +175,7 @@ class ArticleCategory(Template):
         return {"title": _article(pick)["title"]}, MAIN_PAGE, {}
 
     def oracle(self, task: Task) -> list[Step]:
-        return [*_search(task.params["title"]), AnswerFromPage("#mw-normal-catlinks ul li")]
+        return [*_search(task.params["title"]), AnswerFromPage("#mw-normal-catlinks ul li a")]
 
     def check(self, task: Task, outcome: Outcome) -> float:
         with _tenant_db(outcome) as db:
@@ -196,11 +196,12 @@ class LastEditor(Template):
         return {"title": _article(pick)["title"]}, MAIN_PAGE, {}
 
     def oracle(self, task: Task) -> list[Step]:
-        row = "first-child" if self.position == -1 else "last-child"  # the history lists the newest first
+        # The history lists the newest edit first, one list per day.
+        row = "ul:first-of-type li:first-child" if self.position == -1 else "ul:last-of-type li:last-child"
         return [
             *_search(task.params["title"]),
             Click("#ca-history a"),
-            AnswerFromPage(f"#pagehistory li:{row} .mw-userlink"),
+            AnswerFromPage(f"#pagehistory {row} .mw-userlink"),
         ]
 
     def check(self, task: Task, outcome: Outcome) -> float:
