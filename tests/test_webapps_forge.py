@@ -62,7 +62,9 @@ def as_developer(site: ForgeSite, tenant: int) -> dict[str, str]:
 
 def trac_admin(site: ForgeSite, tenant: int, *args: str) -> None:
     """A change made through Trac's own API (it bumps Trac's cache generations, as the web UI does)."""
-    subprocess.run([str(site.venv / "bin" / "trac-admin"), str(site.tenant_env(tenant)), *args], check=True, capture_output=True)
+    subprocess.run(
+        [str(site.venv / "bin" / "trac-admin"), str(site.tenant_env(tenant)), *args], check=True, capture_output=True
+    )
 
 
 def test_the_generator_is_deterministic_and_consistent() -> None:
@@ -90,7 +92,10 @@ def test_the_golden_state_holds_the_content(site: ForgeSite) -> None:
         assert db.execute("SELECT COUNT(DISTINCT name) FROM milestone").fetchone()[0] == len(content["milestones"])
         ticket = content["tickets"][41]
         assert db.execute("SELECT owner, status, summary FROM ticket WHERE id=42").fetchone() == (
-            ticket["owner"], ticket["status"], ticket["summary"])
+            ticket["owner"],
+            ticket["status"],
+            ticket["summary"],
+        )
     finally:
         db.close()
 

@@ -214,7 +214,7 @@ def _function(rng: random.Random, data: dict[str, Any]) -> tuple[str, list[str]]
     body = [
         f"def {name}(items, limit={rng.randint(1, 500)}):",
         f'    """{verb.capitalize()} the {noun} of ``items``, at most ``limit`` of them."""',
-        f"    return [item for item in items if item is not None][:limit]",
+        "    return [item for item in items if item is not None][:limit]",
     ]
     return name, body
 

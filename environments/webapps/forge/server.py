@@ -28,7 +28,6 @@ from socketserver import ThreadingMixIn
 import trac
 from trac.cache import CacheManager
 from trac.env import env_cache, env_cache_lock
-
 from trac.web.auth import BasicAuthentication
 from trac.web.main import dispatch_request
 from trac.web.wsgi import WSGIServer

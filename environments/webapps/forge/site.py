@@ -114,19 +114,34 @@ class ForgeSite(Site):
         if self.venv.exists():
             shutil.rmtree(self.venv)
         run([sys.executable, "-m", "venv", str(self.venv)], log=log)
-        run([str(self.venv / "bin" / "python"), "-m", "pip", "install", "-q", "-r", str(PACKAGE / "requirements.txt")], log=log)
+        run(
+            [str(self.venv / "bin" / "python"), "-m", "pip", "install", "-q", "-r", str(PACKAGE / "requirements.txt")],
+            log=log,
+        )
 
     def build_golden(self, content: dict[str, Any]) -> None:
         """The git repository, then a Trac environment filled with ``content`` by bulk SQL."""
         log = self.run_dir / "build.log"
         self._build_repository(content["commits"], log)
-        run([str(self.venv / "bin" / "trac-admin"), str(self.golden_env), "initenv", content["project"], "sqlite:db/trac.db"], log=log)
+        run(
+            [
+                str(self.venv / "bin" / "trac-admin"),
+                str(self.golden_env),
+                "initenv",
+                content["project"],
+                "sqlite:db/trac.db",
+            ],
+            log=log,
+        )
         self._configure(self.golden_env / "conf" / "trac.ini", content)
         with contextlib.closing(sqlite3.connect(self.database(None))) as db:
             with db:
                 _load(db, content, self.session_cookie)
             db.execute("VACUUM")
-        lines = [f"{u['username']}:{{SHA}}{base64.b64encode(hashlib.sha1(u['password'].encode()).digest()).decode()}" for u in content["users"]]
+        lines = [
+            f"{u['username']}:{{SHA}}{base64.b64encode(hashlib.sha1(u['password'].encode()).digest()).decode()}"
+            for u in content["users"]
+        ]
         (self.golden_dir / "htpasswd").write_text("\n".join(lines) + "\n")
 
     def _build_repository(self, commits: list[dict[str, Any]], log: Path) -> None:
@@ -135,14 +150,22 @@ class ForgeSite(Site):
         for mark, commit in enumerate(commits, start=1):
             message = commit["message"].encode() + b"\n"
             ident = f"{commit['author']} <{commit['email']}> {commit['time']} +0000".encode()
-            stream += b"commit refs/heads/master\nmark :%d\nauthor %s\ncommitter %s\ndata %d\n%s" % (mark, ident, ident, len(message), message)
+            stream += b"commit refs/heads/master\nmark :%d\nauthor %s\ncommitter %s\ndata %d\n%s" % (
+                mark,
+                ident,
+                ident,
+                len(message),
+                message,
+            )
             if mark > 1:
                 stream += b"from :%d\n" % (mark - 1)
             for path, text in sorted(commit["files"].items()):
                 body = text.encode()
                 stream += b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(body), body)
             stream += b"\n"
-        result = subprocess.run(["git", "fast-import", "--quiet"], input=bytes(stream), cwd=self.repo_dir, capture_output=True)
+        result = subprocess.run(
+            ["git", "fast-import", "--quiet"], input=bytes(stream), cwd=self.repo_dir, capture_output=True
+        )
         if result.returncode != 0:
             raise SiteError(f"git fast-import failed: {result.stderr.decode(errors='replace')[-2000:]}")
 
@@ -152,7 +175,11 @@ class ForgeSite(Site):
         parser.read(ini)
         settings = {
             **TRAC_SETTINGS,
-            "repositories": {".dir": str(self.repo_dir), ".type": "git", ".description": f"{content['project']} sources"},
+            "repositories": {
+                ".dir": str(self.repo_dir),
+                ".type": "git",
+                ".description": f"{content['project']} sources",
+            },
             "project": {"name": content["project"], "descr": f"{content['project']}: a job scheduler and blob store"},
         }
         for section, options in settings.items():
@@ -240,7 +267,15 @@ class ForgeSite(Site):
         users = {u["username"] for u in self.content()["users"]}
         if user not in users:
             raise SiteError(f"the forge has no user {user!r} (its users: {', '.join(sorted(users))})")
-        return [{"name": "trac_auth", "value": self.session_cookie(user), "domain": self.host(tenant), "path": "/", "httpOnly": True}]
+        return [
+            {
+                "name": "trac_auth",
+                "value": self.session_cookie(user),
+                "domain": self.host(tenant),
+                "path": "/",
+                "httpOnly": True,
+            }
+        ]
 
     def state_digest(self, tenant: int) -> str:
         return database_digest(self.database(tenant))
@@ -293,12 +328,34 @@ def _load(db: sqlite3.Connection, content: dict[str, Any], cookie: Any) -> None:
         "INSERT INTO milestone (name, due, completed, description) VALUES (?, ?, ?, ?)",
         [(m["name"], _micro(m["due"]), _micro(m["completed"]), m["description"]) for m in content["milestones"]],
     )
-    db.executemany("INSERT INTO version (name, time, description) VALUES (?, ?, '')", [(v["name"], _micro(v["time"])) for v in content["versions"]])
-    columns = ("id", "type", "time", "changetime", "component", "priority", "owner", "reporter", "cc", "version", "milestone", "status", "resolution", "summary", "description", "keywords")
+    db.executemany(
+        "INSERT INTO version (name, time, description) VALUES (?, ?, '')",
+        [(v["name"], _micro(v["time"])) for v in content["versions"]],
+    )
+    columns = (
+        "id",
+        "type",
+        "time",
+        "changetime",
+        "component",
+        "priority",
+        "owner",
+        "reporter",
+        "cc",
+        "version",
+        "milestone",
+        "status",
+        "resolution",
+        "summary",
+        "description",
+        "keywords",
+    )
     rows = []
     for t in content["tickets"]:
         rows.append(tuple(_micro(t[c]) if c in ("time", "changetime") else t[c] for c in columns))
-    db.executemany(f"INSERT INTO ticket ({', '.join(columns)}, severity) VALUES ({', '.join('?' * len(columns))}, '')", rows)
+    db.executemany(
+        f"INSERT INTO ticket ({', '.join(columns)}, severity) VALUES ({', '.join('?' * len(columns))}, '')", rows
+    )
     changes = []
     for t in content["tickets"]:
         for number, change in enumerate(t["changes"], start=1):
@@ -306,7 +363,9 @@ def _load(db: sqlite3.Connection, content: dict[str, Any], cookie: Any) -> None:
             for field, (old, new) in change["fields"].items():
                 changes.append((t["id"], when, author, field, old, new))
             changes.append((t["id"], when, author, "comment", str(number), change["comment"]))
-    db.executemany("INSERT INTO ticket_change (ticket, time, author, field, oldvalue, newvalue) VALUES (?, ?, ?, ?, ?, ?)", changes)
+    db.executemany(
+        "INSERT INTO ticket_change (ticket, time, author, field, oldvalue, newvalue) VALUES (?, ?, ?, ?, ?, ?)", changes
+    )
     pages = [
         (page["name"], number, _micro(v["time"]), v["author"], v["text"], v["comment"])
         for page in content["wiki"]
@@ -314,13 +373,22 @@ def _load(db: sqlite3.Connection, content: dict[str, Any], cookie: Any) -> None:
     ]
     admin = content["roles"]["admin"]
     start = "\n".join(
-        [f"= Welcome to {content['project']} =", "", "Components:", *(f" * [wiki:Component{c['module'].capitalize()} {c['name']}]" for c in content["components"])]
+        [
+            f"= Welcome to {content['project']} =",
+            "",
+            "Components:",
+            *(f" * [wiki:Component{c['module'].capitalize()} {c['name']}]" for c in content["components"]),
+        ]
     )
     last = max(v["time"] for page in content["wiki"] for v in page["versions"])
     pages.append(("WikiStart", 2, _micro(last), admin, start + "\n", "Project home"))
-    db.executemany("INSERT INTO wiki (name, version, time, author, text, comment, readonly) VALUES (?, ?, ?, ?, ?, ?, 0)", pages)
+    db.executemany(
+        "INSERT INTO wiki (name, version, time, author, text, comment, readonly) VALUES (?, ?, ?, ?, ?, ?, 0)", pages
+    )
     users = content["users"]
-    db.executemany("INSERT INTO session (sid, authenticated, last_visit) VALUES (?, 1, 0)", [(u["username"],) for u in users])
+    db.executemany(
+        "INSERT INTO session (sid, authenticated, last_visit) VALUES (?, 1, 0)", [(u["username"],) for u in users]
+    )
     db.executemany(
         "INSERT INTO session_attribute (sid, authenticated, name, value) VALUES (?, 1, ?, ?)",
         [(u["username"], key, u[key]) for u in users for key in ("name", "email")],

@@ -78,9 +78,29 @@ def final_path(outcome: Outcome) -> str | None:
 
 
 _ISO = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
-_MONTHS = {m.lower(): i for i, m in enumerate(
-    ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"], start=1)}
-_WORDY = re.compile(r"(?:(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4}))|(?:([A-Za-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}))")
+_MONTHS = {
+    m.lower(): i
+    for i, m in enumerate(
+        [
+            "January",
+            "February",
+            "March",
+            "April",
+            "May",
+            "June",
+            "July",
+            "August",
+            "September",
+            "October",
+            "November",
+            "December",
+        ],
+        start=1,
+    )
+}
+_WORDY = re.compile(
+    r"(?:(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4}))|(?:([A-Za-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}))"
+)
 
 
 def date_match(answer: str | None, expected: str) -> bool:
@@ -89,7 +109,11 @@ def date_match(answer: str | None, expected: str) -> bool:
         return False
     found = [(int(y), int(m), int(d)) for y, m, d in _ISO.findall(answer)]
     for match in _WORDY.finditer(answer):
-        day, month, year = (match.group(1), match.group(2), match.group(3)) if match.group(1) else (match.group(5), match.group(4), match.group(6))
+        day, month, year = (
+            (match.group(1), match.group(2), match.group(3))
+            if match.group(1)
+            else (match.group(5), match.group(4), match.group(6))
+        )
         number = next((i for name, i in _MONTHS.items() if month.lower() in (name, name[:3])), None)
         if number:
             found.append((int(year), number, int(day)))
@@ -349,7 +373,13 @@ class CreateTicket(ForgeTemplate):
         priority = pick.choice(["blocker", "critical", "minor", "trivial"], shared=True)
         kind = pick.choice(["enhancement", "task"], shared=True)
         summary = f"{ticket['summary']} (follow-up to #{ticket['id']})"
-        params = {"summary": summary, "type": kind, "component": component, "priority": priority, "last": len(forge["tickets"])}
+        params = {
+            "summary": summary,
+            "type": kind,
+            "component": component,
+            "priority": priority,
+            "last": len(forge["tickets"]),
+        }
         return params, (SITE, "/"), {SITE: developer(pick)}
 
     def oracle(self, task: Task) -> list[Step]:
@@ -365,7 +395,12 @@ class CreateTicket(ForgeTemplate):
         ]
 
     def half_done(self, task: Task) -> list[Step]:
-        return [Click('#mainnav a[href="/newticket"]'), Fill("#field-summary", task.params["summary"]), Click(SUBMIT), Answer("done")]
+        return [
+            Click('#mainnav a[href="/newticket"]'),
+            Fill("#field-summary", task.params["summary"]),
+            Click(SUBMIT),
+            Answer("done"),
+        ]
 
     def check(self, task: Task, outcome: Outcome) -> float:
         p = task.params
@@ -389,7 +424,7 @@ class CloseTicket(ForgeTemplate):
         forge = content(pick)
         ticket = pick.choice(open_tickets(forge), key=lambda t: ("close", t["id"]))
         commit = pick.choice(forge["commits"][1:], key=lambda c: c["time"], shared=True)
-        comment = f"Fixed by the commit \"{commit['message']}\"."
+        comment = f'Fixed by the commit "{commit["message"]}".'
         return {"ticket": ticket["id"], "comment": comment}, (SITE, "/"), {SITE: developer(pick)}
 
     def oracle(self, task: Task) -> list[Step]:
@@ -414,7 +449,10 @@ class CloseTicket(ForgeTemplate):
     def check(self, task: Task, outcome: Outcome) -> float:
         number = task.params["ticket"]
         state = query(outcome, "SELECT status, resolution FROM ticket WHERE id=?", number)
-        comments = [row[0] for row in query(outcome, "SELECT newvalue FROM ticket_change WHERE ticket=? AND field='comment'", number)]
+        comments = [
+            row[0]
+            for row in query(outcome, "SELECT newvalue FROM ticket_change WHERE ticket=? AND field='comment'", number)
+        ]
         commented = any(task.params["comment"].strip() in (text or "") for text in comments)
         closed = bool(state) and state[0] == ("closed", "fixed")
         return (closed + commented) / 2
@@ -475,7 +513,12 @@ class EditWiki(ForgeTemplate):
         return [Click('input[value="Edit this page"]'), Fill("#text", text), Click("#save"), Answer("done")]
 
     def half_done(self, task: Task) -> list[Step]:
-        return [Click('input[value="Edit this page"]'), Fill("#text", task.params["sentence"]), Click("#save"), Answer("done")]
+        return [
+            Click('input[value="Edit this page"]'),
+            Fill("#text", task.params["sentence"]),
+            Click("#save"),
+            Answer("done"),
+        ]
 
     def check(self, task: Task, outcome: Outcome) -> float:
         rows = query(outcome, "SELECT text FROM wiki WHERE name=? ORDER BY version DESC LIMIT 1", task.params["page"])
