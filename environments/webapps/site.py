@@ -22,6 +22,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -242,7 +243,8 @@ class Site(abc.ABC):
         return self._content
 
     def generator_version(self) -> str:
-        """Changes whenever the generator's code or data change (a hash of the site's package files)."""
+        """Changes whenever the generator's code or data change (default: a hash of the site's package files;
+        a site narrows it to what its content and seeding depend on, so that editing a template keeps the snapshot)."""
         package = Path(sys.modules[type(self).__module__].__file__ or "").parent
         digest = hashlib.sha256()
         for path in sorted(package.rglob("*")):
@@ -256,21 +258,26 @@ class Site(abc.ABC):
 
     # ---- lifecycle ----------------------------------------------------------------------
 
-    def ensure_ready(self, *, timeout_s: float = 600.0) -> None:
-        """Install, seed and start the site if that is not done yet (safe from many processes at once)."""
-        if self.running():
+    def ensure_ready(self) -> None:
+        """Install, seed and start the site if that is not done yet (safe from many processes at once).
+
+        A site running from an older install or snapshot (its code changed since) is stopped,
+        brought up to date and started again.
+        """
+        if self.running() and self._up_to_date():
             return
         with file_lock(self.home.parent / f"{self.name}.lock"):
             if self.running():
-                return
+                if self._up_to_date():
+                    return
+                self.stop()
+            install_version, golden_version = self._versions
             marker = self.home / "installed"
-            version = self.install_version()
-            if not marker.exists() or marker.read_text() != version:
+            if not marker.exists() or marker.read_text() != install_version:
                 self.install()
                 marker.parent.mkdir(parents=True, exist_ok=True)
-                marker.write_text(version)
+                marker.write_text(install_version)
             golden_marker = self.golden_dir / "built"
-            golden_version = f"{self.seed}-{self.generator_version()}-{version}"
             if not golden_marker.exists() or golden_marker.read_text() != golden_version:
                 if self.golden_dir.exists():
                     shutil.rmtree(self.golden_dir)
@@ -278,6 +285,21 @@ class Site(abc.ABC):
                 self.build_golden(self.content())
                 golden_marker.write_text(golden_version)
             self.start()
+
+    @functools.cached_property
+    def _versions(self) -> tuple[str, str]:
+        """(install version, golden snapshot version) of this code."""
+        install = self.install_version()
+        return install, f"{self.seed}-{self.generator_version()}-{install}"
+
+    def _up_to_date(self) -> bool:
+        install_version, golden_version = self._versions
+        try:
+            return (self.home / "installed").read_text() == install_version and (
+                self.golden_dir / "built"
+            ).read_text() == golden_version
+        except OSError:
+            return False
 
     def install_version(self) -> str:
         """Changes when the install recipe changes (reinstall then); default: the generator version."""
