@@ -57,30 +57,51 @@ def _attribute_value(top: dict[str, Any], code: str, brand: str, colour: str, rn
         return brand
     if code == "colour":
         return colour
-    plural = {"material": "materials", "size": "sizes", "warranty": "warranties", "power": "powers",
-              "capacity": "capacities", "weight": "weights", "format": "formats", "pages": "pages",
-              "age": "ages", "volume": "volumes", "skin_type": "skin_types"}[code]
+    plural = {
+        "material": "materials",
+        "size": "sizes",
+        "warranty": "warranties",
+        "power": "powers",
+        "capacity": "capacities",
+        "weight": "weights",
+        "format": "formats",
+        "pages": "pages",
+        "age": "ages",
+        "volume": "volumes",
+        "skin_type": "skin_types",
+    }[code]
     return str(rng.choice(top[plural]))
 
 
 def _products(words: dict[str, Any], rng: random.Random, per_category: int) -> list[dict[str, Any]]:
     products: list[dict[str, Any]] = []
     titles: set[str] = set()
+    added = dt.datetime(2023, 1, 1, tzinfo=dt.timezone.utc)
     for top in words["categories"]:
         for child in top["children"]:
             low, high = child["price"]
             for _ in range(per_category):
                 while True:
-                    brand, style, noun = rng.choice(words["brands"]), rng.choice(words["styles"]), rng.choice(child["nouns"])
+                    brand, style, noun = (
+                        rng.choice(words["brands"]),
+                        rng.choice(words["styles"]),
+                        rng.choice(child["nouns"]),
+                    )
                     colour = rng.choice(words["colours"])
-                    title = f"{brand} {style} {colour} {noun}" if "colour" in top["attributes"] else f"{brand} {style} {noun}"
+                    title = (
+                        f"{brand} {style} {colour} {noun}"
+                        if "colour" in top["attributes"]
+                        else f"{brand} {style} {noun}"
+                    )
                     if title not in titles:
                         titles.add(title)
                         break
                 attributes = {code: _attribute_value(top, code, brand, colour, rng) for code in top["attributes"]}
                 price = round(rng.uniform(low, high)) - rng.choice([0.01, 0.01, 0.05, 0.51])
                 upc = f"{rng.randrange(10**11, 10**12)}{len(products) % 10}"
-                details = ", ".join(f"{code.replace('_', ' ')}: {value}" for code, value in attributes.items() if code != "brand")
+                details = ", ".join(
+                    f"{code.replace('_', ' ')}: {value}" for code, value in attributes.items() if code != "brand"
+                )
                 products.append(
                     {
                         "upc": upc,
@@ -89,10 +110,11 @@ def _products(words: dict[str, Any], rng: random.Random, per_category: int) -> l
                         "category": child["name"],
                         "class": top["name"],
                         "noun": noun,
-                        "description": f"The {style.lower()} {noun.lower()} from {brand}. {details[:1].upper()}{details[1:]}.",
+                        "description": f"The {style.lower()} {noun.lower()} from {brand}. {details[:1].upper()}{details[1:]}.",  # noqa: E501
                         "price": f"{max(price, 1.99):.2f}",
                         "stock": rng.choice([0, 0, rng.randrange(1, 10)] + [rng.randrange(1, 250)] * 5),
                         "attributes": attributes,
+                        "added": (added + dt.timedelta(minutes=rng.randrange(0, 1_000_000))).isoformat(),
                     }
                 )
     # UPCs: unique by construction is not guaranteed by the draw; make it so.
@@ -132,7 +154,9 @@ def _customers(words: dict[str, Any], rng: random.Random, count: int) -> list[di
     return customers
 
 
-def _orders(products: list[dict[str, Any]], customers: list[dict[str, Any]], rng: random.Random, count: int) -> list[dict[str, Any]]:
+def _orders(
+    products: list[dict[str, Any]], customers: list[dict[str, Any]], rng: random.Random, count: int
+) -> list[dict[str, Any]]:
     # A few loyal customers order much more than the rest (weights ~ 1/rank).
     weights = [1.0 / (rank + 25) for rank in range(len(customers))]
     owners = rng.choices(range(len(customers)), weights=weights, k=count)
@@ -175,7 +199,9 @@ def _orders(products: list[dict[str, Any]], customers: list[dict[str, Any]], rng
     return orders
 
 
-def _reviews(words: dict[str, Any], products: list[dict[str, Any]], customers: list[dict[str, Any]], rng: random.Random) -> list[dict[str, Any]]:
+def _reviews(
+    words: dict[str, Any], products: list[dict[str, Any]], customers: list[dict[str, Any]], rng: random.Random
+) -> list[dict[str, Any]]:
     reviews = []
     start = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
     for product in products:

@@ -117,8 +117,10 @@ class ShopSite(Site):
 
         self.postgres.ensure_running()
         marker = self.home / "migrated"
-        if not marker.exists() or marker.read_text() != self.install_version() or not self.postgres.exists(
-            "shop_migrated"
+        if (
+            not marker.exists()
+            or marker.read_text() != self.install_version()
+            or not self.postgres.exists("shop_migrated")
         ):
             self._create_empty("shop_migrated")
             self._django("migrate", "--noinput", "-v", "0", database="shop_migrated")

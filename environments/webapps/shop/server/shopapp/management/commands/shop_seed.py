@@ -35,6 +35,7 @@ ShippingAddress = get_model("order", "ShippingAddress")
 Order = get_model("order", "Order")
 Line = get_model("order", "Line")
 Basket = get_model("basket", "Basket")
+UserRecord = get_model("analytics", "UserRecord")
 
 BATCH = 2000
 
@@ -73,7 +74,9 @@ class Command(BaseCommand):
         classes, attributes, categories = {}, {}, {}
         for entry in data["categories"]:
             if entry["parent"] is None:
-                product_class = ProductClass.objects.create(name=entry["name"], requires_shipping=True, track_stock=True)
+                product_class = ProductClass.objects.create(
+                    name=entry["name"], requires_shipping=True, track_stock=True
+                )
                 classes[entry["name"]] = product_class
                 for code in entry["attributes"]:
                     attributes[entry["name"], code] = ProductAttribute.objects.create(
@@ -117,6 +120,9 @@ class Command(BaseCommand):
                 values.append(
                     ProductAttributeValue(attribute=attributes[item["class"], code], product=product, value_text=value)
                 )
+        for item, product in zip(data["products"], products):
+            product.date_created = product.date_updated = dt.datetime.fromisoformat(item["added"])
+        Product.objects.bulk_update(products, ["date_created", "date_updated"], batch_size=BATCH)
         ProductCategory.objects.bulk_create(links, batch_size=BATCH)
         StockRecord.objects.bulk_create(stock, batch_size=BATCH)
         ProductAttributeValue.objects.bulk_create(values, batch_size=BATCH)
@@ -219,6 +225,16 @@ class Command(BaseCommand):
                     )
                 )
         Line.objects.bulk_create(lines, batch_size=BATCH)
+        # The dashboard's per-customer counters (django-oscar's analytics keeps them as orders are placed).
+        records = {}
+        for order, row in zip(data["orders"], created):
+            record = records.setdefault(row.user_id, UserRecord(user_id=row.user_id, total_spent=Decimal(0)))
+            record.num_orders += 1
+            record.num_order_lines += len(order["lines"])
+            record.num_order_items += sum(line["quantity"] for line in order["lines"])
+            record.total_spent += row.total_incl_tax
+            record.date_last_order = max(filter(None, [record.date_last_order, row.date_placed]))
+        UserRecord.objects.bulk_create(records.values(), batch_size=BATCH)
 
     def reviews(self, data, products, users):
         rows = [

@@ -1,0 +1,142 @@
+"""The shop site (django-oscar 4.2) on its real server: generated content, Host-routed tenants, reset to
+the golden database, seeded logins, and every template instantiating on every split.
+
+tests/test_webapps.py plays every template's oracle (and the wrong-answer and half-done cases)."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from agentgym.environments.webapps.shop.content import ORDER_PIPELINE, generate
+from agentgym.environments.webapps.shop.site import ShopSite
+from agentgym.environments.webapps.shop.templates import TEMPLATES
+from agentgym.environments.webapps.site import SiteError, TenantLease, lease_tenant
+
+
+@pytest.fixture(scope="module")
+def content() -> dict:
+    return generate(0)
+
+
+@pytest.fixture(scope="module")
+def site() -> ShopSite:
+    shop = ShopSite()
+    shop.ensure_ready()
+    return shop
+
+
+@pytest.fixture
+def tenants(site: ShopSite) -> Iterator[list[int]]:
+    leases: list[TenantLease] = [lease_tenant(), lease_tenant()]
+    numbers = [lease.number for lease in leases]
+    for number in numbers:
+        site.reset_tenant(number)
+    yield numbers
+    for lease in leases:
+        lease.release()
+
+
+def fetch(site: ShopSite, tenant: int | str, path: str, user: str | None = None) -> tuple[int, str, dict]:
+    """Status, body and headers of a GET on a tenant's shop (no redirects followed), logged in as ``user``."""
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    host = site.host(tenant) if isinstance(tenant, int) else tenant
+    headers = {"Host": f"{host}:{site.port}"}
+    if user is not None:
+        headers["Cookie"] = f"sessionid={site.session_cookies(0, user)[0]['value']}"
+    request = urllib.request.Request(f"http://127.0.0.1:{site.port}{path}", headers=headers)
+    try:
+        with urllib.request.build_opener(NoRedirect).open(request, timeout=30) as response:
+            return response.status, response.read().decode(), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace"), dict(error.headers)
+
+
+def product_page(site: ShopSite, tenant: int, upc: str) -> str:
+    with site.connect(tenant) as db:
+        pk, slug = db.execute("SELECT id, slug FROM catalogue_product WHERE upc = %s", (upc,)).fetchone()
+    status, body, _ = fetch(site, tenant, f"/catalogue/{slug}_{pk}/")
+    assert status == 200
+    return body
+
+
+def test_the_generator_is_deterministic_and_consistent(content: dict) -> None:
+    assert json.dumps(content) == json.dumps(generate(0)) and json.dumps(content) != json.dumps(generate(1))
+    products, orders, customers = content["products"], content["orders"], content["customers"]
+    assert len(products) == 2800 and len(customers) == 900 and len(orders) >= 3000 and len(content["reviews"]) > 5000
+    assert len({p["title"] for p in products}) == len(products) == len({p["upc"] for p in products})
+    assert len({o["number"] for o in orders}) == len(orders)
+    assert len({(r["upc"], r["customer"]) for r in content["reviews"]}) == len(content["reviews"])
+    counts = Counter(order["customer"] for order in orders).most_common(2)
+    assert counts[0][1] > counts[1][1], "the most loyal customer must be unique (shop/admin-top-customer)"
+    assert {order["status"] for order in orders} == set(ORDER_PIPELINE)
+    assert len(content["sessions"]) == len(customers) + 1 and "admin" in content["sessions"]
+
+
+@pytest.mark.parametrize("split", ["train", "dev", "test"])
+def test_every_template_instantiates_on_every_split(content: dict, split: str) -> None:
+    assert len(TEMPLATES) >= 8 and {t.kind for t in TEMPLATES} == {"info", "navigation", "change"}
+    for template in TEMPLATES:
+        tasks = [template.instantiate({"shop": content}, random.Random(n), split) for n in range(5)]
+        for task in tasks:
+            assert "{" not in task.instruction and task.start[0] == "shop", task.instruction
+            assert template.oracle(task), template.id
+            assert (template.half_done(task) is not None) == (template.kind == "change"), template.id
+        if template.id != "shop/admin-top-customer":  # one question about the whole shop
+            assert len({json.dumps(dict(task.params), sort_keys=True) for task in tasks}) > 1, template.id
+
+
+def test_reset_restores_the_golden_database_exactly(site: ShopSite, tenants: list[int]) -> None:
+    tenant = tenants[0]
+    golden = site.state_digest(tenant)
+    with site.connect(tenant) as db:
+        db.execute("UPDATE partner_stockrecord SET price = price + 1, num_in_stock = 0")
+        db.execute("DELETE FROM reviews_productreview WHERE id % 2 = 0")
+        db.execute("UPDATE order_order SET status = 'Cancelled' WHERE number = '100001'")
+    assert site.state_digest(tenant) != golden
+    started = time.perf_counter()
+    site.reset_tenant(tenant)
+    took = time.perf_counter() - started
+    assert site.state_digest(tenant) == golden
+    assert took < 2.0, f"reset took {took:.2f} s"
+
+
+def test_tenants_are_isolated(site: ShopSite, content: dict, tenants: list[int]) -> None:
+    changed, other = tenants
+    product = content["products"][7]
+    with site.connect(changed) as db:
+        db.execute(
+            "UPDATE partner_stockrecord SET price = 1234.56 WHERE product_id = "
+            "(SELECT id FROM catalogue_product WHERE upc = %s)",
+            (product["upc"],),
+        )
+    assert "£1,234.56" in product_page(site, changed, product["upc"])
+    page = product_page(site, other, product["upc"])
+    assert "£1,234.56" not in page and f"£{float(product['price']):,.2f}" in page
+
+
+def test_seeded_sessions_log_in_and_hosts_route(site: ShopSite, content: dict, tenants: list[int]) -> None:
+    tenant = tenants[0]
+    order = content["orders"][0]
+    status, body, _ = fetch(site, tenant, "/accounts/orders/", user=order["customer"])
+    assert status == 200 and order["number"] in body
+    status, _, headers = fetch(site, tenant, "/accounts/orders/")
+    assert status == 302 and headers["Location"].startswith("/accounts/login/")
+    status, body, _ = fetch(site, tenant, "/dashboard/users/", user="admin")
+    assert status == 200 and "Number of Orders" in body
+    assert fetch(site, tenant, "/dashboard/", user=order["customer"])[0] == 403  # a customer is no staff member
+    assert fetch(site, "127.0.0.1", "/")[0] == 404
+    assert fetch(site, 9999, "/catalogue/")[0] == 503  # a tenant that was never reset has no database
+    with pytest.raises(SiteError, match="no seeded session"):
+        site.session_cookies(tenant, "nobody")
