@@ -186,3 +186,25 @@ def test_seeded_session_opens_the_mailbox_and_hosts_select_tenants(site: MailSit
     assert refused.value.code == 404
     with pytest.raises(Exception, match="no account"):
         site.session_cookies(tenant, "mallory")
+
+
+def test_sieve_filters_apply_to_delivered_mail(site: MailSite, tenants: list[int]) -> None:
+    tenant = tenants[0]
+    site.reset_tenant(tenant)
+    owner = site.content()["owners"][0]
+    home = site.tenant_dir(tenant) / "mail" / owner["login"]
+    (home / "sieve").mkdir(exist_ok=True)
+    script = 'require ["fileinto"];\nif address :is "from" "robot@vendor.test" {\n  fileinto "Travel";\n}\n'
+    (home / "sieve" / "agentgym.sieve").write_text(script)
+    (home / ".dovecot.sieve").symlink_to("sieve/agentgym.sieve")
+    site._chown(home)
+    probe = f"From: Robot <robot@vendor.test>\nTo: {owner['email']}\nSubject: Filtered\n\nBody.\n".encode()
+    assert site.sieve_folders(tenant, owner["login"], probe) == ["Travel"]
+    message = EmailMessage()
+    message["From"], message["To"], message["Subject"] = "Robot <robot@vendor.test>", owner["email"], "Filtered"
+    message.set_content("Body.")
+    with smtplib.SMTP("127.0.0.1", site.smtp_port) as smtp:
+        smtp.login(f"{owner['login']}@t{tenant}", PASSWORD)
+        smtp.send_message(message, from_addr="robot@vendor.test")
+    account = site.account(tenant, owner["login"])
+    assert [m.folder for m in account.all_messages() if m.mail["Subject"] == "Filtered"] == ["Travel"]

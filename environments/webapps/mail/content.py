@@ -25,7 +25,7 @@ import yaml
 #: Folders of every mailbox (besides the special ones Dovecot creates: Drafts, Trash, Junk).
 FOLDERS = ("INBOX", "Invoices", "Orders", "Projects", "Travel", "Newsletters", "Archive", "Sent")
 #: How many mailbox owners (accounts) and colleagues without a mailbox the company has.
-OWNERS, COLLEAGUES = 3, 14
+OWNERS, COLLEAGUES = 5, 16
 START = datetime(2026, 1, 5, 8, 0, tzinfo=timezone.utc)
 END = datetime(2026, 10, 30, 18, 0, tzinfo=timezone.utc)
 
@@ -241,15 +241,15 @@ class Generator:
     def mailbox(self, owner: dict[str, str]) -> dict[str, Any]:
         box = _Mailbox(owner)
         span = (END - START).total_seconds()
-        for _ in range(40):
+        for _ in range(50):
             box.add("INBOX", self.meeting(owner))
-        for _ in range(55):
+        for _ in range(70):
             box.add("Invoices", self.invoice(owner))
         for _ in range(30):
             confirmation, shipped = self.order(owner)
             box.add("Orders", confirmation)
             box.add("INBOX", shipped)
-        for _ in range(18):
+        for _ in range(30):
             box.add("Travel", self.travel(owner))
         for _ in range(45):
             box.add("Newsletters", self.newsletter(owner))

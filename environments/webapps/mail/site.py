@@ -7,7 +7,8 @@ the caller is root, because Dovecot refuses to access mail as root):
   ManageSieve on ``web+8`` (8713); accounts ``<login>@<tenant>`` with their Maildirs in
   ``<runtime>/tenants/<tenant>/mail/<login>/Maildir``.
 - A small SMTP server (``server/smtp_server.py``, system Python, port ``web+7`` = 8712) that
-  delivers to the tenant's Maildirs, or to its ``outbox`` for addresses outside the company.
+  delivers through Dovecot's LDA (Sieve filters apply) to the tenant's accounts, or to its
+  ``outbox`` for addresses outside the company.
   It stands in for Postfix, which must start as root (see docs/webapps.md).
 - PHP's built-in web server with workers (``php -S 127.0.0.1:8705``) running Debian's Roundcube
   from a private tree (``<runtime>/www``: links to ``/usr/share/roundcube`` plus our config
@@ -64,7 +65,7 @@ class MailSite(Site):
     name: ClassVar[str] = "mail"
     title: ClassVar[str] = "the webmail (Roundcube over Dovecot)"
     default_port: ClassVar[int] = 8705
-    apt_packages: ClassVar[tuple[str, ...]] = (
+    apt_packages: ClassVar[tuple[str, ...]] = (  # dovecot-sieve: sieve-test and the LDA's filters
         "roundcube",
         "roundcube-sqlite3",
         "roundcube-plugins",
@@ -82,6 +83,7 @@ class MailSite(Site):
         self.imap_port, self.smtp_port, self.sieve_port = self.port + 6, self.port + 7, self.port + 8
         self.service = pwd.getpwnam("mail") if os.geteuid() == 0 else pwd.getpwuid(os.getuid())
         self.runtime = self._runtime_root()
+        self._listings: dict[str, tuple[str, dict[str, tuple[int, int]]]] = {}
 
     # ---- paths --------------------------------------------------------------------------
 
@@ -320,6 +322,8 @@ class MailSite(Site):
                 str(self.etc / "users.passwd"),
                 "--addresses",
                 str(self.etc / "addresses"),
+                "--dovecot-config",
+                str(self.etc / "dovecot.conf"),
             ],
             "php": [
                 "php",
@@ -353,47 +357,86 @@ class MailSite(Site):
     # ---- tenants ------------------------------------------------------------------------
 
     def reset_tenant(self, tenant: int) -> None:
-        """Swap in a copy of the golden tenant directory (two renames; the copy is made ahead).
+        """Make the tenant's directory equal the golden one again, copying only what changed.
 
-        The copy comes from a spare made in the background after the last reset of this tenant
-        (named after the snapshot it copies), or is made now (~0.3 s) when there is none yet; the
-        replaced directory is removed in the background too.
+        A tenant's directory remembers the snapshot it was copied from (``.golden``). The first
+        reset (or one after the snapshot was rebuilt) copies the whole directory; later ones
+        copy back only the accounts whose files differ from the snapshot's (names, sizes and
+        modification times: copies keep those, and Dovecot touches an account's index files as
+        soon as it is read), Roundcube's database, and an empty outbox. Replaced directories are
+        swapped out by renames and removed in the background.
         """
-        golden = self.golden_dir / "state"
-        tag = hashlib.sha256((self.golden_dir / "built").read_bytes()).hexdigest()[:10]
-        target, unique = self.tenant_dir(tenant), f"{os.getpid()}-{time.monotonic_ns()}"
-        spare = self.tenants / f".t{tenant}.spare-{tag}"
-        if spare.is_dir():
-            fresh = spare
+        golden, target = self.golden_dir / "state", self.tenant_dir(tenant)
+        tag = (self.golden_dir / "built").read_text()
+        unique = f"{os.getpid()}-{time.monotonic_ns()}"
+        trash = self.tenants / ".trash"  # outside every tenant's directory (digests walk those)
+        trash.mkdir(exist_ok=True)
+        stale: list[Path] = []
+
+        def discard(path: Path) -> None:
+            old = trash / f"{unique}-{len(stale)}"
+            path.rename(old)
+            stale.append(old)
+
+        def swap(source: Path, destination: Path) -> None:
+            fresh = trash / f"{unique}-new"
+            subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(fresh)], check=True, capture_output=True)
+            if destination.exists() or destination.is_symlink():
+                discard(destination)
+            fresh.rename(destination)
+
+        marker = target / ".golden"
+        if not marker.exists() or marker.read_text() != tag:
+            swap(golden, target)
+            marker.write_text(tag)
+            self._chown(marker)
         else:
-            fresh = self.tenants / f".t{tenant}.new-{unique}"
-            subprocess.run(["cp", "-a", "--reflink=auto", str(golden), str(fresh)], check=True, capture_output=True)
-        stale = self.tenants / f".t{tenant}.old-{unique}"
-        if target.exists():
-            target.rename(stale)
-        fresh.rename(target)
-        partial = self.tenants / f".t{tenant}.partial-{unique}"
-        others = [str(path) for path in self.tenants.glob(f".t{tenant}.spare-*") if path != spare]
-        script = (
-            'rm -rf "$1" "${@:4}"; cp -a --reflink=auto "$2" "$3.partial" && '
-            '{ mv -T "$3.partial" "$3" 2>/dev/null || rm -rf "$3.partial"; }'
-        )
-        subprocess.Popen(
-            [
-                "bash",
-                "-c",
-                script.replace("$3.partial", str(partial)),
-                "reset",
-                str(stale),
-                str(golden),
-                str(spare),
-                *others,
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+            for name in {path.name for path in target.iterdir()} - {".golden", *(p.name for p in golden.iterdir())}:
+                discard(target / name)
+            wanted = {path.name for path in (golden / "mail").iterdir()}
+            for path in (target / "mail").iterdir():
+                if path.name not in wanted:
+                    discard(path)
+            for login in sorted(wanted):
+                if _listing(target / "mail" / login) != self._golden_listing(login):
+                    swap(golden / "mail" / login, target / "mail" / login)
+            swap(golden / "roundcube.db", target / "roundcube.db")
+            if _listing(target / "outbox") != _listing(golden / "outbox"):
+                swap(golden / "outbox", target / "outbox")
+        if stale:
+            subprocess.Popen(
+                ["rm", "-rf", *map(str, stale)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    def _golden_listing(self, login: str) -> dict[str, tuple[int, int]]:
+        tag = (self.golden_dir / "built").read_text()
+        if self._listings.get(login, (None,))[0] != tag:
+            self._listings[login] = (tag, _listing(self.golden_dir / "state" / "mail" / login))
+        return self._listings[login][1]
+
+    def sieve_folders(self, tenant: int, login: str, message: bytes) -> list[str]:
+        """The folders account ``login``'s active Sieve filters would deliver ``message`` to (``sieve-test``)."""
+        home = self.tenant_dir(tenant) / "mail" / login
+        script = home / ".dovecot.sieve"
+        if not script.exists():
+            return ["INBOX"]
+        probe = self.run_dir / f"probe-{os.getpid()}-{time.monotonic_ns()}.eml"
+        probe.write_bytes(message)
+        self._chown(probe)
+        try:
+            command = ["sieve-test", "-c", str(self.etc / "dovecot.conf"), "-u", f"{login}@t{tenant}"]
+            result = subprocess.run(
+                self._as_service([*command, str(script.resolve()), str(probe)]), capture_output=True, text=True
+            )
+        finally:
+            probe.unlink(missing_ok=True)
+        if result.returncode != 0:
+            raise SiteError(f"sieve-test failed on {script}: {(result.stdout + result.stderr).strip()[-1000:]}")
+        return re.findall(r"store message in folder: (.+)", result.stdout)
 
     def session_cookies(self, tenant: int, user: str) -> list[dict[str, Any]]:
         sessions = json.loads((self.golden_dir / "sessions.json").read_text())
@@ -406,6 +449,17 @@ class MailSite(Site):
 
     def state_digest(self, tenant: int) -> str:
         return tree_digest(self.tenant_dir(tenant))
+
+
+def _listing(root: Path) -> dict[str, tuple[int, int]]:
+    """Relative path -> (size, modification time in ns) of everything under ``root``."""
+    found: dict[str, tuple[int, int]] = {}
+    for folder, directories, files in os.walk(root):
+        for name in directories + files:
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            found[os.path.relpath(path, root)] = (info.st_size, info.st_mtime_ns)
+    return found
 
 
 def _group_name(gid: int) -> str:

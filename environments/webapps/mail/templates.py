@@ -26,6 +26,7 @@ import yaml
 from agentgym.environments.webapps.tasks import (
     Answer,
     AnswerFromPage,
+    Choose,
     Click,
     Fill,
     Goto,
@@ -67,10 +68,8 @@ def message_page(folder: str, uid: int) -> str:
     return "/?" + urllib.parse.urlencode({"_task": "mail", "_mbox": folder, "_uid": uid, "_action": "show"})
 
 
-def owner_of(pick: Picker) -> dict[str, Any]:
-    """A mailbox owner (every split uses all three; the messages asked about differ by split)."""
-    owners = pick.content[SITE]["owners"]
-    return pick.choice(owners, key=lambda owner: owner["login"], shared=True)
+def owners(pick: Picker) -> list[dict[str, Any]]:
+    return pick.content[SITE]["owners"]
 
 
 def messages(pick: Picker, login: str, folder: str, kind: str | None = None) -> list[dict[str, Any]]:
@@ -84,10 +83,18 @@ def unique_subjects(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [message for message in items if counts[message["subject"]] == 1]
 
 
-def pick_message(pick: Picker, login: str, folder: str, kind: str | None = None) -> dict[str, Any]:
-    """A message of ``folder`` (of ``kind``) whose subject is unique in the folder, from this split's share."""
-    candidates = [m for m in unique_subjects(messages(pick, login, folder)) if kind is None or m["kind"] == kind]
-    return pick.choice(candidates, key=lambda message: message["id"])
+def pick_message(
+    pick: Picker, folder: str, kind: str | None = None, *, but: tuple[str, ...] = ()
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(owner, message): a message of ``folder`` (of ``kind``, of no kind in ``but``) of any owner,
+    whose subject is unique in its folder, from this split's share of all owners' messages."""
+    candidates = [
+        (owner, message)
+        for owner in owners(pick)
+        for message in unique_subjects(messages(pick, owner["login"], folder))
+        if (kind is None or message["kind"] == kind) and message["kind"] not in but
+    ]
+    return pick.choice(candidates, key=lambda pair: pair[1]["id"])
 
 
 def base_params(owner: Mapping[str, Any], message: Mapping[str, Any], folder: str) -> dict[str, Any]:
@@ -187,11 +194,12 @@ class MeetingTime(MailTemplate):
     _PATTERN = r"meet about the .+? on (.+?) at (\d\d:\d\d) in"
 
     def draw(self, pick: Picker) -> dict[str, Any]:
-        owner = owner_of(pick)
-        meetings = messages(pick, owner["login"], "INBOX", "meeting")
-        pairs = Counter((m["from"][1], m["facts"]["topic"]) for m in meetings)
-        unique = [m for m in meetings if pairs[(m["from"][1], m["facts"]["topic"])] == 1]
-        message = pick.choice(unique, key=lambda m: m["id"])
+        candidates = []
+        for owner in owners(pick):
+            meetings = messages(pick, owner["login"], "INBOX", "meeting")
+            pairs = Counter((m["from"][1], m["facts"]["topic"]) for m in meetings)
+            candidates += [(owner, m) for m in meetings if pairs[(m["from"][1], m["facts"]["topic"])] == 1]
+        owner, message = pick.choice(candidates, key=lambda pair: pair[1]["id"])
         return {**base_params(owner, message, "INBOX"), "topic": message["facts"]["topic"]}
 
     def oracle(self, task: Task) -> list[Step]:
@@ -212,8 +220,7 @@ class InvoiceAmount(MailTemplate):
     kind = "info"
 
     def draw(self, pick: Picker) -> dict[str, Any]:
-        owner = owner_of(pick)
-        message = pick_message(pick, owner["login"], "Invoices", "invoice")
+        owner, message = pick_message(pick, "Invoices", "invoice")
         return {**base_params(owner, message, "Invoices"), **{k: message["facts"][k] for k in ("number", "vendor")}}
 
     def oracle(self, task: Task) -> list[Step]:
@@ -233,8 +240,7 @@ class TrackingNumber(MailTemplate):
     kind = "info"
 
     def draw(self, pick: Picker) -> dict[str, Any]:
-        owner = owner_of(pick)
-        message = pick_message(pick, owner["login"], "INBOX", "shipping")
+        owner, message = pick_message(pick, "INBOX", "shipping")
         shop = message["from"][0]
         return {**base_params(owner, message, "INBOX"), "number": message["facts"]["number"], "shop": shop}
 
@@ -255,10 +261,14 @@ class UnreadFrom(MailTemplate):
     kind = "info"
 
     def draw(self, pick: Picker) -> dict[str, Any]:
-        owner = owner_of(pick)
-        inbox = messages(pick, owner["login"], "INBOX")
-        senders = sorted({m["from"][1]: m["from"][0] for m in inbox}.items())
-        email, name = pick.choice(senders, key=lambda sender: (owner["login"], sender[0]))
+        senders = [
+            (owner, email, name)
+            for owner in owners(pick)
+            for email, name in sorted(
+                {m["from"][1]: m["from"][0] for m in messages(pick, owner["login"], "INBOX")}.items()
+            )
+        ]
+        owner, email, name = pick.choice(senders, key=lambda sender: (sender[0]["login"], sender[1]))
         return {"login": owner["login"], "sender_email": email, "sender_name": name}
 
     def oracle(self, task: Task) -> list[Step]:
@@ -288,12 +298,11 @@ class UnreadFrom(MailTemplate):
 class OpenMessage(MailTemplate):
     id = "mail/open-message"
     kind = "navigation"
-    _FOLDERS: ClassVar[tuple[str, ...]] = ("Projects", "Archive", "Orders", "Newsletters", "INBOX")
+    _FOLDERS: ClassVar[tuple[str, ...]] = ("Projects", "Orders", "Newsletters", "INBOX", "Invoices")
 
     def draw(self, pick: Picker) -> dict[str, Any]:
-        owner = owner_of(pick)
         folder = pick.choice(self._FOLDERS, shared=True)
-        message = pick_message(pick, owner["login"], folder)
+        owner, message = pick_message(pick, folder)
         return base_params(owner, message, folder)
 
     def oracle(self, task: Task) -> list[Step]:
@@ -312,8 +321,7 @@ class OpenBooking(MailTemplate):
     kind = "navigation"
 
     def draw(self, pick: Picker) -> dict[str, Any]:
-        owner = owner_of(pick)
-        message = pick_message(pick, owner["login"], "Travel", "travel")
+        owner, message = pick_message(pick, "Travel", "travel")
         return {**base_params(owner, message, "Travel"), **{k: message["facts"][k] for k in ("flight", "city")}}
 
     def oracle(self, task: Task) -> list[Step]:
@@ -369,10 +377,8 @@ class Reply(MailTemplate):
     _FOLDERS: ClassVar[tuple[str, ...]] = ("INBOX", "Invoices")
 
     def draw(self, pick: Picker) -> dict[str, Any]:
-        owner = owner_of(pick)
         folder = pick.choice(self._FOLDERS, shared=True)
-        candidates = [m for m in unique_subjects(messages(pick, owner["login"], folder)) if m["kind"] != "shipping"]
-        message = pick.choice(candidates, key=lambda m: m["id"])
+        owner, message = pick_message(pick, folder, but=("shipping",))
         text = pick.choice(task_data()["reply_texts"], shared=True)
         return {**base_params(owner, message, folder), "text": text}
 
@@ -390,7 +396,8 @@ class Reply(MailTemplate):
         return self._plan(task, task.params["text"])
 
     def half_done(self, task: Task) -> list[Step]:
-        return self._plan(task, "")
+        """A reply sent with other words than the ones asked for."""
+        return self._plan(task, "OK.")
 
     def check(self, task: Task, outcome: Outcome) -> float:
         """1: a reply (subject, In-Reply-To) with the text went to the sender; 0.5: a reply without the text."""
@@ -413,8 +420,7 @@ class Forward(MailTemplate):
     kind = "change"
 
     def draw(self, pick: Picker) -> dict[str, Any]:
-        owner = owner_of(pick)
-        message = pick_message(pick, owner["login"], "Invoices", "invoice")
+        owner, message = pick_message(pick, "Invoices", "invoice")
         others = [o for o in pick.content[SITE]["owners"] if o["login"] != owner["login"]]
         colleague = pick.choice(others, key=lambda o: o["login"], shared=True)
         return {
@@ -470,9 +476,8 @@ class Move(MailTemplate):
     )
 
     def draw(self, pick: Picker) -> dict[str, Any]:
-        owner = owner_of(pick)
         folder, target = pick.choice(self._MOVES, shared=True)
-        message = pick_message(pick, owner["login"], folder)
+        owner, message = pick_message(pick, folder)
         return {**base_params(owner, message, folder), "target": target}
 
     def _plan(self, task: Task, menu_item: str) -> list[Step]:
@@ -506,18 +511,18 @@ class FlagSender(MailTemplate):
     _FOLDERS: ClassVar[tuple[str, ...]] = ("INBOX", "Projects", "Archive")
 
     def draw(self, pick: Picker) -> dict[str, Any]:
-        owner = owner_of(pick)
-        folder = pick.choice(self._FOLDERS, shared=True)
-        items = messages(pick, owner["login"], folder)
-        by_sender: dict[str, list[dict[str, Any]]] = {}
-        for message in items:
-            by_sender.setdefault(message["from"][1], []).append(message)
-        groups = [
-            group
-            for group in by_sender.values()
-            if 2 <= len(group) <= 4 and not any(message["flagged"] for message in group)
-        ]
-        group = pick.choice(groups, key=lambda g: (owner["login"], folder, g[0]["from"][1]))
+        groups = []
+        for owner in owners(pick):
+            for folder in self._FOLDERS:
+                by_sender: dict[str, list[dict[str, Any]]] = {}
+                for message in messages(pick, owner["login"], folder):
+                    by_sender.setdefault(message["from"][1], []).append(message)
+                groups += [
+                    (owner, folder, group)
+                    for group in by_sender.values()
+                    if 2 <= len(group) <= 4 and not any(message["flagged"] for message in group)
+                ]
+        owner, folder, group = pick.choice(groups, key=lambda g: (g[0]["login"], g[1], g[2][0]["from"][1]))
         return {
             "login": owner["login"],
             "folder": folder,
@@ -555,12 +560,11 @@ class FlagSender(MailTemplate):
 class NewFolder(MailTemplate):
     id = "mail/new-folder"
     kind = "change"
-    _FOLDERS: ClassVar[tuple[str, ...]] = ("INBOX", "Archive", "Invoices")
+    _FOLDERS: ClassVar[tuple[str, ...]] = ("INBOX", "Orders", "Invoices", "Travel")
 
     def draw(self, pick: Picker) -> dict[str, Any]:
-        owner = owner_of(pick)
         folder = pick.choice(self._FOLDERS, shared=True)
-        message = pick_message(pick, owner["login"], folder)
+        owner, message = pick_message(pick, folder)
         name = pick.choice(task_data()["new_folder_names"], shared=True)
         return {**base_params(owner, message, folder), "name": name}
 
@@ -598,6 +602,59 @@ class NewFolder(MailTemplate):
         return score + (0.5 if folders == {name} else 0.0)
 
 
+class Filter(MailTemplate):
+    id = "mail/filter"
+    kind = "change"
+    _FOLDERS: ClassVar[tuple[str, ...]] = ("Archive", "Invoices", "Newsletters", "Orders", "Travel", "Junk")
+
+    def draw(self, pick: Picker) -> dict[str, Any]:
+        contacts = [(owner, contact) for owner in owners(pick) for contact in pick.content[SITE]["contacts"]]
+        owner, sender = pick.choice(contacts, key=lambda pair: (pair[0]["login"], pair[1]["email"]))
+        folder = pick.choice(self._FOLDERS, shared=True)
+        name = pick.choice(task_data()["filter_names"], shared=True)
+        return {
+            "login": owner["login"],
+            "sender_name": sender["name"],
+            "sender_email": sender["email"],
+            "folder": folder,
+            "name": name,
+        }
+
+    def _plan(self, task: Task, folder: str | None) -> list[Step]:
+        p = task.params
+        steps: list[Step] = [
+            Goto(SITE, "/?_task=settings&_action=plugin.managesieve-action&_framed=1"),
+            Fill("#_name", p["name"]),
+            Choose("#header0", "From"),
+            Fill('input[name="_rule_target[0][]"]', p["sender_email"]),
+        ]
+        if folder is not None:
+            steps.append(Choose("#action_mailbox0", display_name(folder)))
+        return [*steps, Click("button.submit"), Answer("done")]
+
+    def oracle(self, task: Task) -> list[Step]:
+        return self._plan(task, task.params["folder"])
+
+    def half_done(self, task: Task) -> list[Step]:
+        """The rule for the sender, but its action left at the default folder (the inbox)."""
+        return self._plan(task, None)
+
+    def check(self, task: Task, outcome: Outcome) -> float:
+        """Sieve (``sieve-test``) files a message from the sender into the folder, and one from someone else not."""
+        p = task.params
+        site = site_of(outcome)
+
+        def probe(sender: str) -> bytes:
+            return (
+                f"From: {sender}\nTo: {p['login']}@example.test\nSubject: Probe\n"
+                "Message-ID: <probe@agentgym.test>\n\nProbe.\n"
+            ).encode()
+
+        wanted = site.sieve_folders(outcome.tenant, p["login"], probe(f"{p['sender_name']} <{p['sender_email']}>"))
+        other = site.sieve_folders(outcome.tenant, p["login"], probe("Someone Else <someone@elsewhere.test>"))
+        return float(p["folder"] in wanted and p["folder"] not in other)
+
+
 TEMPLATES: list[Template] = [
     MeetingTime(),
     InvoiceAmount(),
@@ -610,4 +667,5 @@ TEMPLATES: list[Template] = [
     Move(),
     FlagSender(),
     NewFolder(),
+    Filter(),
 ]

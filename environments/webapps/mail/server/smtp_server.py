@@ -2,14 +2,14 @@
 
 Standard library only (it runs under the system Python as the mail site's service user).
 Roundcube submits with SMTP AUTH as ``<user>@<tenant>``; the tenant names where a message
-goes: to an account's address (``--addresses``: lines ``address login``), into
-``<tenants>/<tenant>/mail/<login>/Maildir/new`` (Dovecot picks it up); to anyone else, into
-``<tenants>/<tenant>/outbox/`` (the world outside, kept so that checkers can see what was
-sent). Both get the envelope as headers on top.
+goes: to an account's address (``--addresses``: lines ``address login``), through Dovecot's
+LDA (``dovecot-lda -d <login>@<tenant>``, which runs the account's Sieve filters) into its
+Maildir; to anyone else, into ``<tenants>/<tenant>/outbox/`` (the world outside, kept so that
+checkers can see what was sent, with the envelope as headers on top).
 
 It stands in for Postfix, which needs root to run; see docs/webapps.md ("Mail").
 
-Usage: smtp_server.py --port 8712 --tenants DIR --users FILE --addresses FILE
+Usage: smtp_server.py --port 8712 --tenants DIR --users FILE --addresses FILE --dovecot-config FILE
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 _ADDRESS = re.compile(r"<\s*([^<>\s]*)\s*>")
 _TENANT = re.compile(r"^(t\d+|golden)$")
 _counter = itertools.count()
+LDA = "/usr/lib/dovecot/dovecot-lda"
 
 
 def read_users(path: Path) -> dict[str, str]:
@@ -59,21 +60,38 @@ def write_atomically(folder: Path, name: str, data: bytes) -> None:
 class Delivery:
     """Where one tenant's mail goes (see the module docstring)."""
 
-    def __init__(self, tenants: Path, addresses: dict[str, str], users: dict[str, str]) -> None:
+    def __init__(self, tenants: Path, addresses: dict[str, str], users: dict[str, str], dovecot_config: Path) -> None:
         self.tenants, self.addresses, self.users = tenants, addresses, users
+        self.dovecot_config = dovecot_config
 
-    def deliver(self, tenant: str, sender: str, recipients: list[str], message: bytes) -> None:
+    async def deliver(self, tenant: str, sender: str, recipients: list[str], message: bytes) -> str | None:
+        """Deliver to every recipient; an error message when Dovecot's LDA refused one."""
         body = message.replace(b"\r\n", b"\n")
         for recipient in recipients:
             login = self.addresses.get(recipient.lower())
             if login is not None:
-                head = f"Return-Path: <{sender}>\nDelivered-To: {recipient}\n".encode()
-                maildir = self.tenants / tenant / "mail" / login / "Maildir"
-                write_atomically(maildir / "new", unique_name(), head + body)
+                process = await asyncio.create_subprocess_exec(
+                    LDA,
+                    "-c",
+                    str(self.dovecot_config),
+                    "-d",
+                    f"{login}@{tenant}",
+                    "-f",
+                    sender,
+                    "-a",
+                    recipient,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.STDOUT,
+                )
+                output, _ = await process.communicate(body)
+                if process.returncode != 0:
+                    return f"delivery to {recipient} failed: {output.decode(errors='replace').strip()[-300:]}"
             else:
                 head = f"X-Envelope-From: <{sender}>\nX-Envelope-To: <{recipient}>\n".encode()
                 outbox = self.tenants / tenant / "outbox"
                 write_atomically(outbox / "new", unique_name(), head + body)
+        return None
 
 
 class Session:
@@ -140,9 +158,9 @@ class Session:
                 break
             lines.append(line[1:] if line.startswith(b"..") else line)
         assert self.tenant is not None and self.sender is not None
-        self.delivery.deliver(self.tenant, self.sender, self.recipients, b"".join(lines))
+        error = await self.delivery.deliver(self.tenant, self.sender, self.recipients, b"".join(lines))
         self.sender, self.recipients = None, []
-        await self.reply("250 2.0.0 Ok: delivered")
+        await self.reply("451 4.3.0 " + " ".join(error.split()) if error else "250 2.0.0 Ok: delivered")
 
     async def serve(self) -> None:
         await self.reply("220 agentgym-mail ESMTP")
@@ -194,9 +212,10 @@ async def main() -> None:
     parser.add_argument("--tenants", type=Path, required=True)
     parser.add_argument("--users", type=Path, required=True)
     parser.add_argument("--addresses", type=Path, required=True)
+    parser.add_argument("--dovecot-config", type=Path, required=True)
     args = parser.parse_args()
     addresses = dict(line.lower().split()[:2] for line in args.addresses.read_text().splitlines() if line.strip())
-    delivery = Delivery(args.tenants, addresses, read_users(args.users))
+    delivery = Delivery(args.tenants, addresses, read_users(args.users), args.dovecot_config)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
