@@ -105,7 +105,7 @@ MIDDLEWARE = [
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [str(Path(__file__).parent / "templates")],  # our few overrides of oscar's templates
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
