@@ -8,9 +8,11 @@ dovecot-imapd and php must be installed: containers/setup-host.sh installs them)
 
 from __future__ import annotations
 
+import contextlib
 import imaplib
 import shutil
 import smtplib
+import sqlite3
 import time
 import urllib.error
 import urllib.request
@@ -167,6 +169,17 @@ def test_smtp_delivers_inside_the_tenant_and_refuses_strangers(site: MailSite, t
     assert len(delivered) == 1 and "At noon." in delivered[0].text()
     with smtplib.SMTP("127.0.0.1", site.smtp_port) as smtp, pytest.raises(smtplib.SMTPSenderRefused):
         smtp.send_message(message)  # not logged in
+
+
+def test_golden_roundcube_database_is_one_file_with_named_identities(site: MailSite) -> None:
+    state = site.golden_dir / "state"
+    assert not list(state.glob("roundcube.db-*")), "the WAL was folded into the snapshot's file"
+    uri = f"file:{state / 'roundcube.db'}?immutable=1"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as database:
+        rows = set(
+            database.execute("SELECT u.username, i.name, i.email FROM identities i JOIN users u USING (user_id)")
+        )
+    assert rows == {(o["login"], o["name"], o["email"]) for o in site.content()["owners"]}
 
 
 def test_seeded_session_opens_the_mailbox_and_hosts_select_tenants(site: MailSite, tenants: list[int]) -> None:

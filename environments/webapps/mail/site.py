@@ -24,6 +24,7 @@ private): then ``/var/lib/agentgym-webapps/mail-<hash of the home>``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import json
@@ -231,7 +232,7 @@ class MailSite(Site):
         for login, mailbox in content["mailboxes"].items():
             write_maildir(staging / "mail" / login / "Maildir", mailbox["folders"])
         (staging / "outbox").mkdir(parents=True)
-        with sqlite3.connect(staging / "roundcube.db") as database:
+        with contextlib.closing(sqlite3.connect(staging / "roundcube.db")) as database:
             database.executescript((ROUNDCUBE / "SQL" / "sqlite.initial.sql").read_text())
         self._chown(self.etc, staging)
         self.stop()  # the SMTP server reads the accounts when it starts
@@ -241,13 +242,19 @@ class MailSite(Site):
         except BaseException:
             self.stop()
             raise
-        with sqlite3.connect(staging / "roundcube.db") as database:
+        with contextlib.closing(sqlite3.connect(staging / "roundcube.db")) as database, database:
             for owner in content["owners"]:
                 database.execute(
                     "UPDATE identities SET name = ?, email = ? "
                     "WHERE user_id = (SELECT user_id FROM users WHERE username = ?)",
                     (owner["name"], owner["email"], owner["login"]),
                 )
+        # Roundcube keeps its SQLite file in WAL mode: fold the log into the file, so that the
+        # snapshot is that one file (a tenant's -wal/-shm files are dropped at reset).
+        with contextlib.closing(sqlite3.connect(staging / "roundcube.db")) as database:
+            database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        for suffix in ("-wal", "-shm"):
+            (staging / f"roundcube.db{suffix}").unlink(missing_ok=True)
         state = self.golden_dir / "state"
         subprocess.run(["cp", "-a", str(staging), str(state)], check=True)
         shutil.rmtree(staging)
