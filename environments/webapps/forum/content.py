@@ -59,6 +59,7 @@ def _users(rng: random.Random, data: dict[str, Any]) -> list[dict[str, Any]]:
         user["email"] = f"{user['username'].lower()}@{rng.choice(data['email_domains'])}"
         user["joined"] = _stamp(_EPOCH - timedelta(days=400 - i, hours=rng.randint(0, 23)))
         user["slug"] = slugify(user["username"])
+        user["id"] = i + 1  # the seeder creates users in this order on a fresh database
     return users
 
 
@@ -79,8 +80,11 @@ def generate(seed: int) -> dict[str, Any]:
     users = _users(rng, data)
     members = [user["username"] for user in users if user["role"] != "admin"]
     categories = [
-        {"name": c["name"], "slug": slugify(c["name"]), "description": c["description"], "subjects": c["subjects"]}
-        for c in data["categories"]
+        # Misago's migrations make categories 1-3 (private threads, root, the first category, which
+        # the seeder renames); the others follow in order.
+        {"id": 3 + i, "name": c["name"], "slug": slugify(c["name"]), "description": c["description"]}
+        | {"subjects": c["subjects"]}
+        for i, c in enumerate(data["categories"])
     ]
     threads: list[dict[str, Any]] = []
     titles: set[str] = set()

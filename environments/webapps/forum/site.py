@@ -163,10 +163,20 @@ class ForumSite(Site):
             self.postgres.drop_database(database)
         self._sessions = None
 
+    @property
+    def served_version_file(self) -> Path:
+        """The install version the running server was started with (a server of older code is restarted)."""
+        return self.run_dir / "served-version"
+
+    def _serving_current(self) -> bool:
+        file = self.served_version_file
+        return daemon_alive(self.pid_file) and file.exists() and file.read_text() == self.install_version()
+
     def start(self) -> None:
         self.postgres.ensure_running()
-        if daemon_alive(self.pid_file):
+        if self._serving_current():
             return
+        stop_daemon(self.pid_file)
         command = [
             str(self.venv / "bin" / "gunicorn"),
             "--bind",
@@ -185,6 +195,7 @@ class ForumSite(Site):
             "forumproject.wsgi",
         ]
         start_daemon(command, pid_file=self.pid_file, log=self.log, env=self._environment(), cwd=APP)
+        self.served_version_file.write_text(self.install_version())
         try:
             # Any host that is not a tenant's answers at once (404), without touching a database.
             wait_for_http(f"http://127.0.0.1:{self.port}/", timeout_s=120, log=self.log)
@@ -193,7 +204,7 @@ class ForumSite(Site):
             raise
 
     def running(self) -> bool:
-        return daemon_alive(self.pid_file) and self.postgres.running()
+        return self._serving_current() and self.postgres.running()
 
     def stop(self) -> None:
         stop_daemon(self.pid_file)

@@ -19,15 +19,14 @@ import django  # noqa: E402
 django.setup()
 
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model  # noqa: E402
-from misago.conf import settings  # noqa: E402
 from django.contrib.auth.hashers import make_password  # noqa: E402
 from django.contrib.sessions.backends.db import SessionStore  # noqa: E402
 from django.contrib.sessions.models import Session  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from misago.acl.models import Role  # noqa: E402
 from misago.categories.models import Category, CategoryRole, RoleCategoryACL  # noqa: E402
+from misago.conf import settings  # noqa: E402
 from misago.threads.checksums import update_post_checksum  # noqa: E402
-from misago.threads.filtersearch import filter_search  # noqa: E402
 from misago.threads.models import Post, PostLike, Thread  # noqa: E402
 from misago.users.models import Rank  # noqa: E402
 
@@ -61,8 +60,8 @@ def seed_categories(content):
         RoleCategoryACL.objects.update_or_create(
             role=moderator_role, category=category, defaults={"category_role": moderator_category_role}
         )
-        if category.slug != data["slug"]:
-            raise SystemExit(f"category slug {category.slug!r} != generated {data['slug']!r}")
+        if category.slug != data["slug"] or category.id != data["id"]:
+            raise SystemExit(f"category {category.id} {category.slug!r} != generated {data['id']} {data['slug']!r}")
         by_slug[data["slug"]] = category
     return by_slug
 
@@ -84,8 +83,8 @@ def seed_users(content):
             user.roles.add(moderator_role)
             user.update_acl_key()
             user.save(update_fields=["acl_key"])
-        if user.slug != data["slug"]:
-            raise SystemExit(f"user slug {user.slug!r} != generated {data['slug']!r}")
+        if user.slug != data["slug"] or user.id != data["id"]:
+            raise SystemExit(f"user {user.id} {user.slug!r} != generated {data['id']} {data['slug']!r}")
         users[data["username"]] = user
     # Misago's blank avatar for everyone (drawing 240 avatars into media/ would be slow, and shared).
     blank = settings.STATIC_URL + settings.MISAGO_BLANK_AVATAR

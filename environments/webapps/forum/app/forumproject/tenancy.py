@@ -10,10 +10,10 @@ included, goes to that tenant. Sessions live in the tenant's database, the cache
 import re
 
 from django.conf import settings
-from django.db import connection
+from django.db import OperationalError, connection
 from django.http import HttpResponse
 
-_TENANT_HOST = re.compile(r"^t(\d{1,3})\.%s(?::\d+)?$" % re.escape(settings.HOST_SUFFIX))
+_TENANT_HOST = re.compile(rf"^t(\d{{1,3}})\.{re.escape(settings.HOST_SUFFIX)}(?::\d+)?$")
 
 
 def tenant_database(host: str) -> str | None:
@@ -31,7 +31,7 @@ def use_database(name: str) -> None:
 
 
 class TenantMiddleware:
-    """Route the request to its tenant's database; other hosts get a 404 that says why."""
+    """Route the request to its tenant's database; other hosts, and tenants never reset, get a 404 that says why."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -46,4 +46,12 @@ class TenantMiddleware:
                 content_type="text/plain",
             )
         use_database(database)
+        try:
+            connection.ensure_connection()
+        except OperationalError:
+            return HttpResponse(
+                f"Tenant {host.split('.')[0]} has no forum: its database {database} is missing (reset the tenant).\n",
+                status=404,
+                content_type="text/plain",
+            )
         return self.get_response(request)
