@@ -24,6 +24,7 @@ import importlib
 import json
 import random
 import re
+import time
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -50,6 +51,8 @@ from agentgym.environments.webapps.tasks import (
     Template,
 )
 
+#: How long the oracle waits for a plan step's element to appear (pages that open dialogs from scripts).
+ORACLE_WAIT_S = 5.0
 ANSWER_SYNTAX = '  answer("text")            end the task with your answer (for tasks that ask for no fact: "done")'
 _ANSWER = re.compile(r"^\s*answer\s*\((.*)\)\s*$", re.DOTALL)
 
@@ -286,8 +289,7 @@ class WebAppEnv(BrowserEnv):
                 match = re.search(step.pattern, text)
                 text = match.group(1) if match else text
             return f"answer({json.dumps(text)})"
-        self.page()  # list the elements, so that they have ids
-        bid = self.evaluate(_FIND_JS, step.target)
+        bid = self._wait_for(step.target)
         if bid is None:
             return f"answer({json.dumps(f'(the oracle found no {step.target} on {self.url})')})"
         if isinstance(step, Click):
@@ -297,6 +299,16 @@ class WebAppEnv(BrowserEnv):
         if isinstance(step, Choose):
             return f"select({bid}, {json.dumps(step.option)})"
         raise TypeError(f"unknown plan step {step!r}")
+
+    def _wait_for(self, target: str, timeout_s: float = ORACLE_WAIT_S) -> int | None:
+        """The id of plan target ``target``, waiting a little for a page script to show it (a dialog)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.page()  # list the elements, so that they have ids
+            bid = self.evaluate(_FIND_JS, target)
+            if bid is not None or time.monotonic() > deadline:
+                return bid
+            time.sleep(0.25)
 
     def random_action(self, rng: random.Random) -> str:
         if rng.random() < 0.05:
