@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from agentgym.browser.page import CHROMIUM, LAUNCH_ARGS
 from agentgym.environments.webapps.site import TenantLease, lease_tenant
 from agentgym.environments.webapps.wiki import state
 from agentgym.environments.webapps.wiki.content import LINK_FACTS, article_text, generate, section_texts
@@ -110,7 +111,7 @@ def test_an_edit_through_the_browser_stays_in_its_tenant_and_reset_undoes_it(
     user = content["users"][2]["name"]
     sentence = "A sentence that only this tenant's edit adds."
     with playwright.sync_playwright() as driver:
-        browser = driver.chromium.launch()
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         try:
             context = browser.new_context()
             context.add_cookies(site.session_cookies(mine, user))

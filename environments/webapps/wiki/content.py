@@ -64,8 +64,8 @@ def generate(seed: int) -> dict[str, Any]:
     def place(endings: Sequence[str]) -> str:
         return names.draw(lambda: rng.choice(stems) + rng.choice(endings))
 
-    def person_name() -> str:
-        return names.draw(lambda: f"{rng.choice(words['first_names'])} {rng.choice(words['last_names'])}")
+    def person_name(gender: str) -> str:
+        return names.draw(lambda: f"{rng.choice(words['first_names'][gender])} {rng.choice(words['last_names'])}")
 
     def formed(key: str, **extra: str) -> str:
         return names.draw(
@@ -92,16 +92,12 @@ def generate(seed: int) -> dict[str, Any]:
                 "founded": str(rng.randrange(1650, 1990)),
             },
         )
-        people = [
-            add(
-                "person",
-                person_name(),
-                country,
-                {"born": str(rng.randrange(1890, 2001)), "nationality": country,
-                 "occupation": rng.choice(words["occupations"]), "gender": rng.choice("fm")},
-            )
-            for _ in range(counts["person"])
-        ]
+        people = []
+        for _ in range(counts["person"]):
+            gender = rng.choice("fm")
+            facts = {"born": str(rng.randrange(1890, 2001)), "nationality": country,
+                     "occupation": rng.choice(words["occupations"]), "gender": gender}  # fmt: skip
+            people.append(add("person", person_name(gender), country, facts))
         cities = []
         for index in range(counts["city"]):
             mayor = people[index]  # the first people of a country are its mayors (born in their city)
@@ -154,7 +150,8 @@ def generate(seed: int) -> dict[str, Any]:
         if article["type"] in ("country", "person"):
             article["facts"].pop("country")
 
-    editors = sorted({f"{rng.choice(words['first_names'])} {rng.choice(words['last_names'])}"
+    first_names = words["first_names"]["f"] + words["first_names"]["m"]
+    editors = sorted({f"{rng.choice(first_names)} {rng.choice(words['last_names'])}"
                       for _ in range(words["editor_count"] * 3)} - names.taken)[: words["editor_count"]]
     rng.shuffle(editors)
     users = [{"name": name, "password": f"{name.split()[0].lower()}-{rng.randrange(10**6, 10**7)}"} for name in editors]
@@ -193,6 +190,9 @@ def _sections(article: Mapping[str, Any], rng: random.Random) -> list[dict[str, 
     facts = dict(article["facts"])
     he = facts.get("gender") == "m"
     facts.update(pronoun="He" if he else "She", possessive="his" if he else "her")
+    for noun in ("occupation", "industry"):  # "an astronomer", "a painter"
+        if noun in facts:
+            facts[f"a_{noun}"] = ("an " if facts[noun][0] in "aeiou" else "a ") + facts[noun]
     sections = []
     for heading, sentences in data()["sections"][article["type"]].items():
         chosen = [sentences[0], *[s for s in sentences[1:] if rng.random() < 0.8]]

@@ -5,10 +5,11 @@ with a fresh secret key) and builds the English localisation cache under the sit
 Debian's ``mediawiki`` package (``/usr/share/mediawiki``) is used as it is.
 
 Golden state (:meth:`WikiSite.build_golden`): MediaWiki's installer makes an empty SQLite
-database, ``createAndPromote.php`` registers the editors, ``importDump.php`` loads an XML dump
-rendered from the generated content (articles with their revision histories by those
-editors, infobox templates, category pages, the Main Page), then the recent changes and site
-statistics are rebuilt. The result is ``golden/wiki.sqlite``.
+database, ``php/seedUsers.php`` registers the editors (as ``createAndPromote.php`` does, all in
+one run), ``importDump.php --no-updates`` loads an XML dump rendered from the generated content
+(articles with their revision histories by those editors, infobox templates, category pages,
+the Main Page), then the links and categories (``refreshLinks.php``), recent changes, site
+statistics and search index are rebuilt. The result is ``golden/wiki.sqlite``.
 
 Serving (:meth:`WikiSite.start`): ``php -S 127.0.0.1:8703`` with ``php/router.php`` (for
 ``/wiki/<Title>`` URLs) and ``PHP_CLI_SERVER_WORKERS`` worker processes, OPcache on. The
@@ -26,6 +27,7 @@ without a login round trip.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 import shutil
@@ -127,14 +129,15 @@ class WikiSite(Site):
         shutil.copyfile(_PHP_DIR / "router.php", self.home / "router.php")
         self._maintenance("rebuildLocalisationCache.php", "--lang=en", "--force", db_dir=self.home)
 
-    def _maintenance(self, script: str, *args: str, db_dir: Path, settings: bool = True) -> None:
-        """Run one of MediaWiki's maintenance scripts on the database in ``db_dir``."""
+    def _maintenance(self, script: str | Path, *args: str, db_dir: Path, settings: bool = True) -> None:
+        """Run a maintenance script (MediaWiki's by name, or ours by path) on the database in ``db_dir``."""
         env = {**os.environ, "AGENTGYM_WIKI_DB_DIR": str(db_dir), "MW_INSTALL_PATH": str(MEDIAWIKI)}
         if settings:
             env["MW_CONFIG_FILE"] = str(self.settings_file)
         else:
             env.pop("MW_CONFIG_FILE", None)
-        run([_php(), str(MEDIAWIKI / "maintenance" / script), *args], log=self.run_dir / "setup.log", env=env)
+        path = script if isinstance(script, Path) else MEDIAWIKI / "maintenance" / script
+        run([_php(), str(path), *args], log=self.run_dir / "setup.log", env=env)
 
     def build_golden(self, content: dict[str, Any]) -> None:
         """Install an empty wiki, register the editors, import the articles' histories; keep the file."""
@@ -155,8 +158,9 @@ class WikiSite(Site):
             db_dir=build,
             settings=False,
         )
-        for user in content["users"]:
-            self._maintenance("createAndPromote.php", user["name"], user["password"], db_dir=build)
+        users = build / "users.json"
+        users.write_text(json.dumps(content["users"]))
+        self._maintenance(_PHP_DIR / "seedUsers.php", str(users), db_dir=build)
         dump = build / "dump.xml"
         dump.write_text(render_dump(content))
         # Links, categories and the search index are filled once afterwards (faster than per revision).

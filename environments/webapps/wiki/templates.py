@@ -220,43 +220,50 @@ class ArticleCreator(LastEditor):
 # ---- navigation ---------------------------------------------------------------------------
 
 
-class HighestMountain(Template):
-    """Compare the mountains of one range in a country's category and open the highest one's article."""
+def _number(value: str | None) -> int | None:
+    digits = (value or "").replace(",", "")
+    return int(digits) if digits.isdigit() else None
 
-    id = "wiki/highest-mountain"
+
+class Superlative(Template):
+    """Compare the articles of a country's category by a fact and open the extreme one (the most populous city...)."""
+
+    id = "wiki/superlative-article"
     kind = "navigation"
     sites = (SITE,)
 
     def params(self, pick: Picker) -> tuple[dict[str, Any], tuple[str, str], dict[str, str]]:
-        groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-        for article in _wiki(pick)["articles"]:
-            if article["type"] == "mountain":
-                groups.setdefault((article["country"], article["facts"]["range"]), []).append(article)
-        country, mountain_range = pick.choice(sorted(key for key, group in groups.items() if len(group) > 1))
-        highest = max(groups[country, mountain_range], key=lambda a: int(a["facts"]["height_m"].replace(",", "")))
-        category = data()["categories"]["mountain"].format(country=country)
-        params = {"country": country, "range": mountain_range, "category": category, "highest": highest["title"]}
+        options = []
+        for superlative in data()["superlatives"]:
+            for country in (a["title"] for a in _wiki(pick)["articles"] if a["type"] == "country"):
+                group = [a for a in _wiki(pick)["articles"] if a["type"] == superlative["type"] and a["country"] == country]
+                values = [_number(a["facts"][superlative["fact"]]) for a in group]
+                best = (max if superlative["pick"] == "max" else min)(v for v in values if v is not None)
+                if values.count(best) == 1:  # one clear answer
+                    options.append((superlative, country, group[values.index(best)]["title"]))
+        superlative, country, answer = pick.choice(options, key=lambda o: (o[0]["text"], o[1]))
+        params = {
+            "what": superlative["text"],
+            "fact": superlative["fact"],
+            "pick": superlative["pick"],
+            "country": country,
+            "category": data()["categories"][superlative["type"]].format(country=country),
+            "answer": answer,
+        }
         return params, MAIN_PAGE, {}
 
     def oracle(self, task: Task) -> list[Step]:
-        return [
-            *_search(f"Category:{task.params['category']}"),
-            Click(f"text={task.params['highest']}"),
-            Answer("done"),
-        ]
+        return [*_search(f"Category:{task.params['category']}"), Click(f"text={task.params['answer']}"), Answer("done")]
 
     def check(self, task: Task, outcome: Outcome) -> float:
         with _tenant_db(outcome) as db:
-            heights = {}
-            for title in state.category_members(db, task.params["category"]):
-                if _fact(db, title, "range") != task.params["range"]:
-                    continue
-                value = _fact(db, title, "height_m")
-                if value is not None and value.replace(",", "").isdigit():
-                    heights[title] = int(value.replace(",", ""))
-        if not heights:
+            values = {title: _number(_fact(db, title, task.params["fact"]))
+                      for title in state.category_members(db, task.params["category"])}  # fmt: skip
+        known = {title: value for title, value in values.items() if value is not None}
+        if not known:
             return 0.0
-        return _on_page(outcome, max(heights, key=heights.__getitem__))
+        best = (max if task.params["pick"] == "max" else min)(known.values())
+        return max(_on_page(outcome, title) for title, value in known.items() if value == best)
 
 
 class OpenCategory(Template):
@@ -480,7 +487,7 @@ TEMPLATES: list[Template] = [
     ArticleCategory(),
     LastEditor(),
     ArticleCreator(),
-    HighestMountain(),
+    Superlative(),
     OpenCategory(),
     OpenHistory(),
     MayorArticle(),
