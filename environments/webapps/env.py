@@ -309,6 +309,7 @@ class WebAppEnv(BrowserEnv):
             if bid is not None or time.monotonic() > deadline:
                 return bid
             time.sleep(0.25)
+            self._page_changed()  # read the page again: what a script showed since gets its ids
 
     def random_action(self, rng: random.Random) -> str:
         if rng.random() < 0.05:
