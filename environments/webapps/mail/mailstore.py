@@ -12,8 +12,11 @@ Flags live in the file name (``:2,FRS``: flagged, replied, seen).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import re
+import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from email import policy
@@ -193,12 +196,46 @@ def outbox(tenant_dir: Path) -> list[EmailMessage]:
     return found
 
 
-def tree_digest(root: Path) -> str:
-    """A checksum of every file under ``root`` (relative path and bytes), in a fixed order."""
+def state_digest(tenant_dir: Path) -> str:
+    """A checksum of a tenant's mail state, as a mail client sees it, in a fixed order.
+
+    Per account: its folders, subscriptions and Sieve scripts, and each message's bytes and
+    flags (by its file's unique name, in ``new/`` or ``cur/`` alike); the outbox; Roundcube's
+    rows but its sessions and caches. Left out are what reading alone rewrites: Dovecot's
+    index files and the sessions' last-access times.
+    """
     digest = hashlib.sha256()
-    if root.exists():
-        for path in sorted(root.rglob("*")):
-            if path.is_file() and not path.is_symlink():
-                digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-                digest.update(hashlib.sha256(path.read_bytes()).digest())
+
+    def add(*parts: object) -> None:
+        digest.update(repr(parts).encode() + b"\n")
+
+    for home in sorted((tenant_dir / "mail").iterdir()) if (tenant_dir / "mail").is_dir() else []:
+        account = Account(home / "Maildir")
+        add("account", home.name, account.folders(), sorted(account.subscribed()))
+        for folder in account.folders():
+            for message in sorted(account.messages(folder), key=lambda item: item.path.name):
+                unique = message.path.name.split(":")[0].split(",")[0]
+                add(
+                    folder,
+                    unique,
+                    "".join(sorted(message.flags)),
+                    hashlib.sha256(message.path.read_bytes()).hexdigest(),
+                )
+        for script in sorted((home / "sieve").glob("*.sieve")) if (home / "sieve").is_dir() else []:
+            add("sieve", script.name, script.read_text())
+        active = home / ".dovecot.sieve"
+        add("active", os.readlink(active) if active.is_symlink() else None)
+    outbox_dir = tenant_dir / "outbox" / "new"
+    for path in sorted(outbox_dir.iterdir()) if outbox_dir.is_dir() else []:
+        add("outbox", path.name, hashlib.sha256(path.read_bytes()).hexdigest())
+    database = tenant_dir / "roundcube.db"
+    if database.exists():
+        # immutable: no locks and no -shm file (a root reader must not leave files PHP cannot open)
+        with contextlib.closing(sqlite3.connect(f"file:{database}?immutable=1", uri=True)) as connection:
+            tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            for table in sorted(tables):
+                if table == "session" or table.startswith("cache"):
+                    continue
+                rows = connection.execute(f'SELECT * FROM "{table}"').fetchall()
+                add("table", table, sorted(map(repr, rows)))
     return digest.hexdigest()

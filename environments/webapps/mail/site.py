@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from agentgym.environments.webapps.mail import content as mail_content
-from agentgym.environments.webapps.mail.mailstore import Account, tree_digest, write_maildir
+from agentgym.environments.webapps.mail.mailstore import Account, state_digest, write_maildir
 from agentgym.environments.webapps.site import (
     Site,
     SiteError,
@@ -455,7 +455,8 @@ class MailSite(Site):
         ]
 
     def state_digest(self, tenant: int) -> str:
-        return tree_digest(self.tenant_dir(tenant))
+        """The tenant's mail, folders, filters, outbox and Roundcube rows (not indexes or sessions)."""
+        return state_digest(self.tenant_dir(tenant))
 
 
 def _listing(root: Path) -> dict[str, tuple[int, int]]:
