@@ -96,12 +96,17 @@ class ShopSite(Site):
         return env
 
     def _django(self, *arguments: str, database: str = "shop_golden") -> None:
+        """Run a Django management command with the site's venv (its time goes to ``run/setup.log``)."""
+        log = self.run_dir / "setup.log"
+        started = time.perf_counter()
         run(
             [str(self.venv / "bin" / "python"), "-m", "django", *arguments],
-            log=self.run_dir / "setup.log",
+            log=log,
             env=self._env(database),
             cwd=SERVER,
         )
+        with open(log, "a") as handle:
+            handle.write(f"# {arguments[0]} took {time.perf_counter() - started:.1f} s\n")
 
     def install(self) -> None:
         """The venv with django-oscar (pip honours PIP_NO_INDEX/PIP_FIND_LINKS) and the collected static files."""
