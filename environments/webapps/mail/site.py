@@ -82,7 +82,12 @@ class MailSite(Site):
     def __init__(self, home: Path | None = None, seed: int = 0) -> None:
         super().__init__(home, seed)
         self.imap_port, self.smtp_port, self.sieve_port = self.port + 6, self.port + 7, self.port + 8
-        self.service = pwd.getpwnam("mail") if os.geteuid() == 0 else pwd.getpwuid(os.getuid())
+        try:
+            self.service = pwd.getpwnam("mail") if os.geteuid() == 0 else pwd.getpwuid(os.getuid())
+        except KeyError:
+            raise SiteError(
+                f"the mail site runs Dovecot as this user (uid {os.getuid()}), which needs an /etc/passwd entry"
+            ) from None
         self.runtime = self._runtime_root()
         self._listings: dict[str, tuple[str, dict[str, tuple[int, int]]]] = {}
 
@@ -173,7 +178,13 @@ class MailSite(Site):
 
     def install(self) -> None:
         """Write the private configuration and Roundcube tree under the runtime root (Debian packages assumed)."""
-        missing = [path for path in ("/usr/sbin/dovecot", str(ROUNDCUBE / "index.php")) if not Path(path).exists()]
+        needed = (
+            "/usr/sbin/dovecot",
+            "/usr/lib/dovecot/dovecot-lda",
+            "/usr/bin/sieve-test",
+            str(ROUNDCUBE / "index.php"),
+        )
+        missing = [path for path in needed if not Path(path).exists()]
         if missing or shutil.which("php") is None:
             raise SiteError(
                 f"the mail site needs Debian's {' '.join(self.apt_packages)} (missing: {missing or ['php']}); "
