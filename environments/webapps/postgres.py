@@ -7,7 +7,8 @@ and a copy, and the copy's contents equal the golden state exactly. The cluster 
 durability for speed (``fsync=off``, no full-page writes): its contents are disposable, made
 from the seed again whenever they are lost.
 
-Run as root, the server runs as the ``postgres`` user (PostgreSQL refuses root).
+Run as root, the server runs as the ``postgres`` user (PostgreSQL refuses root), from a folder that
+user can reach (:func:`~.site.reachable_home`: not under root's private home).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import pwd
 import shutil
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from agentgym.environments.webapps.site import (
     daemon_alive,
     file_lock,
     log_tail,
+    reachable_home,
     run,
     start_daemon,
     stop_daemon,
@@ -58,7 +61,7 @@ class Postgres:
     """The shared cluster: start it, copy databases from templates, connect, checksum."""
 
     def __init__(self, home: Path | None = None) -> None:
-        self.home = (home or webapps_home()) / "postgres"
+        self.home = reachable_home((home or webapps_home()) / "postgres", "postgres")
         self.data = self.home / "data"
         self.socket_dir = self.home / "socket"
         self.log = self.home / "postgres.log"
@@ -178,8 +181,12 @@ class Postgres:
         with self.connect("postgres") as connection:
             connection.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database)))
 
-    def digest(self, database: str) -> str:
-        """A checksum of every row of every table of ``database`` (rows in a fixed order)."""
+    def digest(self, database: str, *, exclude: Collection[str] = ()) -> str:
+        """A checksum of every row of every table of ``database`` (rows in a fixed order) but the ``exclude`` ones.
+
+        A site excludes only bookkeeping that merely viewing a page writes (who is online, session
+        expiry), so that two tenants that saw different pages still have the same digest.
+        """
         digest = hashlib.sha256()
         with self.connect(database) as connection:
             tables = connection.execute(
@@ -187,6 +194,8 @@ class Postgres:
                 "WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2"
             ).fetchall()
             for schema, table in tables:
+                if table in exclude:
+                    continue
                 digest.update(f"{schema}.{table}\n".encode())
                 rows = connection.execute(
                     f'SELECT md5(string_agg(t::text, \'|\' ORDER BY t::text)) FROM "{schema}"."{table}" t'

@@ -55,6 +55,18 @@ def webapps_home() -> Path:
     return cache / "webapps"
 
 
+def reachable_home(home: Path, name: str) -> Path:
+    """Where a service run under another user (PostgreSQL, Dovecot) can keep its files: ``home``, or,
+    when root runs it and a parent of ``home`` is closed to other users (root's own home is),
+    ``/var/lib/agentgym-webapps/<name>-<hash of home>``."""
+    if os.geteuid() != 0:
+        return home
+    for parent in [home, *home.parents]:
+        if parent.exists() and not parent.stat().st_mode & 0o001:
+            return Path("/var/lib/agentgym-webapps") / f"{name}-{hashlib.sha256(str(home).encode()).hexdigest()[:8]}"
+    return home
+
+
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``path`` (created if missing), across processes."""
