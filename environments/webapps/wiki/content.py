@@ -23,7 +23,9 @@ from typing import Any
 import yaml
 
 #: Facts whose value names another article (written as a link).
-LINK_FACTS = frozenset({"capital", "country", "mayor", "source", "birthplace", "nationality", "founder", "headquarters"})
+LINK_FACTS = frozenset(
+    {"capital", "country", "mayor", "source", "birthplace", "nationality", "founder", "headquarters"}
+)
 #: Facts that an earlier revision held an older value of.
 UPDATED_FACTS = ("population", "employees")
 SITENAME = "Agentpedia"
@@ -106,7 +108,9 @@ def generate(seed: int) -> dict[str, Any]:
                 place(words["town_endings"]),
                 country,
                 {
-                    "population": _grouped(rng.randrange(2_000, 2_500_000) if index else rng.randrange(900_000, 4_000_000)),
+                    "population": _grouped(
+                        rng.randrange(2_000, 2_500_000) if index else rng.randrange(900_000, 4_000_000)
+                    ),
                     "founded": str(rng.randrange(900, 1900)),
                     "elevation_m": str(rng.randrange(2, 1600)),
                     "mayor": mayor["title"],
@@ -123,8 +127,11 @@ def generate(seed: int) -> dict[str, Any]:
                 "mountain",
                 formed("mountain_forms"),
                 country,
-                {"range": rng.choice(words["mountain_ranges"]), "height_m": _grouped(rng.randrange(900, 7800)),
-                 "first_ascent": str(rng.randrange(1780, 1990))},
+                {
+                    "range": rng.choice(words["mountain_ranges"]),
+                    "height_m": _grouped(rng.randrange(900, 7800)),
+                    "first_ascent": str(rng.randrange(1780, 1990)),
+                },
             )
             for _ in range(counts["mountain"])
         ]
@@ -133,17 +140,24 @@ def generate(seed: int) -> dict[str, Any]:
                 "river",
                 formed("river_forms"),
                 country,
-                {"length_km": str(rng.randrange(40, 2400)), "source": rng.choice(mountains)["title"],
-                 "mouth": rng.choice(words["seas"])},
+                {
+                    "length_km": str(rng.randrange(40, 2400)),
+                    "source": rng.choice(mountains)["title"],
+                    "mouth": rng.choice(words["seas"]),
+                },
             )
         for _ in range(counts["company"]):
             add(
                 "company",
                 formed("company_forms"),
                 country,
-                {"industry": rng.choice(words["industries"]), "founded": str(rng.randrange(1820, 2015)),
-                 "founder": rng.choice(people[counts["city"]:])["title"], "headquarters": rng.choice(cities)["title"],
-                 "employees": _grouped(rng.randrange(40, 90_000))},
+                {
+                    "industry": rng.choice(words["industries"]),
+                    "founded": str(rng.randrange(1820, 2015)),
+                    "founder": rng.choice(people[counts["city"] :])["title"],
+                    "headquarters": rng.choice(cities)["title"],
+                    "employees": _grouped(rng.randrange(40, 90_000)),
+                },
             )
     for article in articles:
         article["facts"]["country"] = article["country"]
@@ -151,8 +165,10 @@ def generate(seed: int) -> dict[str, Any]:
             article["facts"].pop("country")
 
     first_names = words["first_names"]["f"] + words["first_names"]["m"]
-    editors = sorted({f"{rng.choice(first_names)} {rng.choice(words['last_names'])}"
-                      for _ in range(words["editor_count"] * 3)} - names.taken)[: words["editor_count"]]
+    editors = sorted(
+        {f"{rng.choice(first_names)} {rng.choice(words['last_names'])}" for _ in range(words["editor_count"] * 3)}
+        - names.taken
+    )[: words["editor_count"]]
     rng.shuffle(editors)
     users = [{"name": name, "password": f"{name.split()[0].lower()}-{rng.randrange(10**6, 10**7)}"} for name in editors]
 
@@ -167,13 +183,21 @@ def generate(seed: int) -> dict[str, Any]:
             last = number == count - 1
             shown = len(article["sections"]) if last else min(len(article["sections"]), 1 + number)
             comment = "Created the article" if number == 0 else rng.choice(words["edit_comments"])
-            revisions.append({"user": rng.choice(editors), "timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                              "comment": comment, "sections": shown, "old_figures": not last})
+            revisions.append(
+                {
+                    "user": rng.choice(editors),
+                    "timestamp": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "comment": comment,
+                    "sections": shown,
+                    "old_figures": not last,
+                }
+            )
             moment += timedelta(minutes=rng.randrange(30, 60 * 24 * 90))
         article["revisions"] = revisions
         article["old_facts"] = {
             fact: _grouped(int(int(article["facts"][fact].replace(",", "")) * rng.uniform(0.8, 0.97)))
-            for fact in UPDATED_FACTS if fact in article["facts"]
+            for fact in UPDATED_FACTS
+            if fact in article["facts"]
         }
     categories = sorted({(a["category"], a["type"], a["country"]) for a in articles})
     return {
@@ -196,8 +220,12 @@ def _sections(article: Mapping[str, Any], rng: random.Random) -> list[dict[str, 
     sections = []
     for heading, sentences in data()["sections"][article["type"]].items():
         chosen = [sentences[0], *[s for s in sentences[1:] if rng.random() < 0.8]]
-        sections.append({"heading": None if heading == "lead" else heading,
-                         "sentences": [_fill(sentence, facts) for sentence in chosen]})
+        sections.append(
+            {
+                "heading": None if heading == "lead" else heading,
+                "sentences": [_fill(sentence, facts) for sentence in chosen],
+            }
+        )
     return sections
 
 
@@ -238,7 +266,7 @@ def article_text(article: Mapping[str, Any], shown: int | None = None, *, old_fi
 
 def infobox_template(kind: str) -> str:
     """The wikitext of ``Template:Infobox <kind>``: a table with one row (class ``ib-<fact>``) per fact."""
-    rows = [f'{{| class="infobox infobox-{kind}"', "|+ class=\"ib-name\" | {{{name}}}"]
+    rows = [f'{{| class="infobox infobox-{kind}"', '|+ class="ib-name" | {{{name}}}']
     for fact, label in data()["infobox"][kind]:
         rows += [f'|- class="ib-{fact}"', f"! {label}", f"| {{{{{{{fact}|}}}}}}"]
     return "\n".join(rows) + "\n|}"
@@ -250,8 +278,9 @@ def category_text(category: Mapping[str, str]) -> str:
         return category["text"]
     if category["type"] == "country":
         return "The countries described on this wiki."
-    kind = {"city": "cities", "mountain": "mountains", "river": "rivers", "person": "people",
-            "company": "companies"}[category["type"]]
+    kind = {"city": "cities", "mountain": "mountains", "river": "rivers", "person": "people", "company": "companies"}[
+        category["type"]
+    ]
     return f"Articles about the {kind} of [[{category['country']}]]."
 
 

@@ -174,6 +174,7 @@ class WikiSite(Site):
             db.execute("DELETE FROM job")
         with sqlite3.connect(build / "wiki.sqlite") as db:
             db.execute("VACUUM")
+        (build / "wiki.sqlite").chmod(0o644)  # MediaWiki's installer makes it 0600; images copy it as other uids
         (build / "wiki.sqlite").replace(self.golden_file)
         shutil.rmtree(build)
 
@@ -204,7 +205,10 @@ class WikiSite(Site):
         self.reset_tenant(0)
         # (Python does not resolve *.localhost names as browsers do: name the host in the header.)
         wait_for_http(
-            f"http://127.0.0.1:{self.port}/wiki/Main_Page", timeout_s=60, log=self._log(), headers={"Host": self.host(0)}
+            f"http://127.0.0.1:{self.port}/wiki/Main_Page",
+            timeout_s=60,
+            log=self._log(),
+            headers={"Host": self.host(0)},
         )
         if not self.running():
             raise SiteError(f"the wiki's PHP server exited{log_tail(self._log())}")
@@ -285,7 +289,9 @@ def render_dump(content: dict[str, Any]) -> str:
     pages: list[tuple[str, list[tuple[str, str, str, str]]]] = []  # title, [(user, time, comment, text)]
     first_user, stamp = content["users"][0]["name"], "2023-01-01T00:00:00Z"
     for kind in ("country", "city", "mountain", "river", "person", "company"):
-        pages.append((f"Template:Infobox {kind}", [(first_user, stamp, "Infobox", wiki_content.infobox_template(kind))]))
+        pages.append(
+            (f"Template:Infobox {kind}", [(first_user, stamp, "Infobox", wiki_content.infobox_template(kind))])
+        )
     for category in content["categories"] + content["maintenance_categories"]:
         text = wiki_content.category_text(category)
         pages.append((f"Category:{category['title']}", [(first_user, stamp, "New category", text)]))

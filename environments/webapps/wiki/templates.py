@@ -236,7 +236,9 @@ class Superlative(Template):
         options = []
         for superlative in data()["superlatives"]:
             for country in (a["title"] for a in _wiki(pick)["articles"] if a["type"] == "country"):
-                group = [a for a in _wiki(pick)["articles"] if a["type"] == superlative["type"] and a["country"] == country]
+                group = [
+                    a for a in _wiki(pick)["articles"] if a["type"] == superlative["type"] and a["country"] == country
+                ]
                 values = [_number(a["facts"][superlative["fact"]]) for a in group]
                 best = (max if superlative["pick"] == "max" else min)(v for v in values if v is not None)
                 if values.count(best) == 1:  # one clear answer
