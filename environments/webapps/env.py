@@ -80,7 +80,7 @@ _FIND_JS = r"""target => {
 _TEXT_JS = r"""target => {
   const element = document.querySelector(target);
   if (!element) return null;
-  return element.value !== undefined && element.tagName !== 'BUTTON' ? element.value : element.innerText;
+  return ['INPUT', 'TEXTAREA', 'SELECT'].includes(element.tagName) ? element.value : element.innerText;
 }"""
 
 
