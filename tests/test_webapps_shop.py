@@ -19,6 +19,7 @@ from agentgym.environments.webapps.shop.content import ORDER_PIPELINE, generate
 from agentgym.environments.webapps.shop.site import ShopSite
 from agentgym.environments.webapps.shop.templates import TEMPLATES
 from agentgym.environments.webapps.site import SiteError, TenantLease, lease_tenant
+from agentgym.environments.webapps.tasks import Outcome
 
 
 @pytest.fixture(scope="module")
@@ -152,3 +153,41 @@ def test_seeded_sessions_log_in_and_hosts_route(site: ShopSite, content: dict, t
     assert fetch(site, 9999, "/catalogue/")[0] == 503  # a tenant that was never reset has no database
     with pytest.raises(SiteError, match="no seeded session"):
         site.session_cookies(tenant, "nobody")
+
+
+def test_checkers_read_the_tenants_database(site: ShopSite, content: dict, tenants: list[int]) -> None:
+    tenant = tenants[0]
+    templates = {template.id: template for template in TEMPLATES}
+    top = templates["shop/admin-top-customer"]
+    task = top.instantiate({"shop": content}, random.Random(0), "test")
+    people = {person["username"]: person for person in content["customers"]}
+    loyal = people[Counter(order["customer"] for order in content["orders"]).most_common(1)[0][0]]
+
+    def score(template_task, answer: str, url: str = "") -> float:
+        outcome = Outcome(answer=answer, url=url or site.base_url(tenant) + "/", tenant=tenant, sites={"shop": site})
+        return templates[template_task.template].check(template_task, outcome)
+
+    assert score(task, loyal["email"]) == 1.0 and score(task, f"{loyal['first_name']} {loyal['last_name']}") == 1.0
+    assert score(task, "admin@example.com") == 0.0
+    # The answer is read at check time: the seeded top customer leads by two orders; move one of
+    # theirs to the runner-up and the two tie (no single answer: 0).
+    (_, most), (runner_up, second) = Counter(order["customer"] for order in content["orders"]).most_common(2)
+    assert most - second == 2
+    with site.connect(tenant) as db:
+        db.execute(
+            "UPDATE order_order SET user_id = (SELECT id FROM auth_user WHERE username = %s) WHERE id = "
+            "(SELECT min(o.id) FROM order_order o JOIN auth_user u ON u.id = o.user_id WHERE u.username = %s)",
+            (runner_up, loyal["username"]),
+        )
+    assert score(task, loyal["email"]) == 0.0
+    # A price task scores the tenant's current price, not the generated one.
+    price = templates["shop/product-price"].instantiate({"shop": content}, random.Random(1), "dev")
+    generated = next(p["price"] for p in content["products"] if p["upc"] == price.params["upc"])
+    assert score(price, f"£{generated}") == 1.0 and score(price, "£0.50") == 0.0
+    with site.connect(tenant) as db:
+        db.execute(
+            "UPDATE partner_stockrecord SET price = 7.25 WHERE product_id = "
+            "(SELECT id FROM catalogue_product WHERE upc = %s)",
+            (price.params["upc"],),
+        )
+    assert score(price, f"£{generated}") == 0.0 and score(price, "It costs £7.25.") == 1.0

@@ -434,9 +434,11 @@ class AdminPriceStock(ShopTemplate):
     def params(self, pick: Picker) -> tuple[dict[str, Any], tuple[str, str], dict[str, str]]:
         product = product_pool(pick)
         old = float(product["price"])
-        price = round(old * pick.rng.choice([0.7, 0.8, 0.9, 1.1, 1.2, 1.25])) - 0.01
+        price = max(round(old * pick.rng.choice([0.7, 0.8, 0.9, 1.1, 1.2, 1.25])) - 0.01, 0.99)
+        if abs(price - old) < 0.005:  # rounding kept the old price
+            price += 1
         stock = pick.rng.choice([n for n in range(0, 300, 5) if n != product["stock"]])
-        params = {"upc": product["upc"], "title": product["title"], "price": f"{max(price, 0.99):.2f}", "stock": stock}
+        params = {"upc": product["upc"], "title": product["title"], "price": f"{price:.2f}", "stock": stock}
         return params, (SITE, "/dashboard/"), {SITE: ADMIN}
 
     def edit(self, task: Task, *, stock: bool) -> list[Step]:
