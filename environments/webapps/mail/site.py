@@ -25,7 +25,6 @@ private): then ``/var/lib/agentgym-webapps/mail-<hash of the home>``.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import http.client
 import json
 import os
@@ -49,6 +48,7 @@ from agentgym.environments.webapps.site import (
     SiteError,
     daemon_alive,
     log_tail,
+    reachable_home,
     start_daemon,
     stop_daemon,
     wait_for_http,
@@ -88,19 +88,10 @@ class MailSite(Site):
             raise SiteError(
                 f"the mail site runs Dovecot as this user (uid {os.getuid()}), which needs an /etc/passwd entry"
             ) from None
-        self.runtime = self._runtime_root()
+        self.runtime = reachable_home(self.home, self.name)
         self._listings: dict[str, tuple[str, dict[str, tuple[int, int]]]] = {}
 
     # ---- paths --------------------------------------------------------------------------
-
-    def _runtime_root(self) -> Path:
-        if os.geteuid() != 0:
-            return self.home
-        for parent in [self.home, *self.home.parents]:
-            if parent.exists() and not parent.stat().st_mode & 0o001:
-                tag = hashlib.sha256(str(self.home).encode()).hexdigest()[:8]
-                return Path("/var/lib/agentgym-webapps") / f"mail-{tag}"
-        return self.home
 
     @property
     def run_dir(self) -> Path:
