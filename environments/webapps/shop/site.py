@@ -45,7 +45,7 @@ def _files_digest(*paths: Path) -> str:
     digest = hashlib.sha256()
     for root in paths:
         for path in sorted([root] if root.is_file() else root.rglob("*")):
-            if path.is_file() and path.suffix in (".py", ".txt", ".yaml", ".json"):
+            if path.is_file() and path.suffix in (".py", ".txt", ".yaml", ".json", ".html"):
                 digest.update(path.relative_to(PACKAGE).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:12]
 
