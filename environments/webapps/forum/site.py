@@ -40,6 +40,9 @@ APP = PACKAGE / "app"
 GOLDEN_DB = "forum_golden"
 MIGRATED_DB = "forum_migrated"
 BUILD_DB = "forum_build"
+#: Tables Misago writes on every page view (who is online, cached ban checks, the session's
+#: expiry): left out of the state digest, so viewing pages is not a change of state.
+VIEW_BOOKKEEPING = ("misago_users_online", "misago_users_bancache", "django_session")
 
 
 def _files_digest(*paths: Path) -> str:
@@ -240,7 +243,8 @@ class ForumSite(Site):
         ]
 
     def state_digest(self, tenant: int) -> str:
-        return self.postgres.digest(tenant_database(tenant))
+        """The tenant database's checksum, without the rows Misago writes when a page is merely viewed."""
+        return self.postgres.digest(tenant_database(tenant), exclude=VIEW_BOOKKEEPING)
 
     def connect(self, tenant: int) -> Any:
         """A psycopg connection to the tenant's database (what checkers read)."""

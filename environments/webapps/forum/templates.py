@@ -34,7 +34,7 @@ from agentgym.environments.webapps.tasks import (
 
 FORUM = "forum"
 #: How long a change checker waits for the front end's last request to be saved.
-SETTLE_S = 3.0
+SETTLE_S = 6.0
 
 # Selectors of Misago 0.39's React pages (the oracle plans act through them).
 THREAD_AUTHOR = ".thread-user-card-header a.item-title"
