@@ -94,9 +94,9 @@ def query(outcome: Outcome, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return connection.execute(sql, params).fetchall()
 
 
-def settled(score: Callable[[], float], timeout_s: float = SETTLE_S) -> float:
-    """``score()`` once it is 1.0, or its last value after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
+def settled(score: Callable[[], float], timeout_s: float | None = None) -> float:
+    """``score()`` once it is 1.0, or its last value after ``timeout_s`` (default :data:`SETTLE_S`)."""
+    deadline = time.monotonic() + (SETTLE_S if timeout_s is None else timeout_s)
     while True:
         value = score()
         if value >= 1.0 or time.monotonic() > deadline:
