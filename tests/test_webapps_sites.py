@@ -114,3 +114,14 @@ def test_bad_answers_and_gotos_are_explained_without_a_site() -> None:
     for bad in ("", '"unterminated', "'a' 'b' + 1"):
         with pytest.raises(InvalidAction):
             _read_answer(bad)
+
+
+def test_webapps_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """`agentgym webapps` (a family command): status names every site; an unknown site is an error, not a crash."""
+    from agentgym.cli import main
+
+    assert main(["webapps", "status"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"{name}: " in out for name in registry()["sites"])
+    assert main(["webapps", "up", "nosuchsite"]) == 1
+    assert "unknown sites ['nosuchsite']" in capsys.readouterr().err

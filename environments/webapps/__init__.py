@@ -5,7 +5,7 @@ takes the templates of its sites (``WebApps-v0``: every template, the cross-site
 """
 
 from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.registry import register, register_command
 
 SPLITS = TaskSplits(train=10_000, dev=2_000, test=2_000)
 
@@ -35,4 +35,9 @@ register(
     description="WebArena-style tasks on five self-hosted web apps (shop, forum, wiki, forge, mail), cross-site too",
     splits=SPLITS,
     max_episode_steps=30,
+)
+register_command(
+    "webapps",
+    "agentgym.environments.webapps.cli:main",
+    help="bring the self-hosted web apps up, show their status, reset a tenant, stop them",
 )
