@@ -124,6 +124,8 @@ def _eval(args: argparse.Namespace) -> int:
         items = [EvalItem(env_info(env_id).id, args.episodes, args.split, args.max_turns) for env_id in args.env]
         suite_name = None
     specs = args.policy or ["oracle"]
+    if args.ray is not None and args.backend is not None:
+        raise UsageError("give --backend or --ray, not both (--ray runs the envs on the ray backend)")
     if args.ray is not None:
         _connect_ray(args.ray)
     base = Path(args.out) if args.out else Path("results") / _slug(suite_name or "+".join(args.env))
@@ -183,7 +185,7 @@ def _eval_policy(
                 history_window=args.history_window,
                 env_timeout_s=args.env_timeout,
                 retry_errors=args.retry_errors,
-                backend="ray" if args.ray is not None else None,
+                backend="ray" if args.ray is not None else args.backend,
                 suite=suite_name,
                 action_format=args.action_format,
                 on_plan=on_plan,
@@ -373,6 +375,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="run the envs as Ray actors across a cluster: its address (default: the one this machine joined "
         "with `ray start`; 'local': a new one-machine instance)",
+    )
+    evaluate.add_argument(
+        "--backend",
+        choices=("local", "process", "docker"),
+        help="where every env runs (default: as the suite says, else local); docker: a container of its family's "
+        "image per env",
     )
     evaluate.add_argument("--temperature", type=float, help="sampling temperature (LLM policies)")
     evaluate.add_argument("--top-p", type=float, help="nucleus sampling (LLM policies)")

@@ -85,8 +85,8 @@ base_id="$(docker image inspect -f '{{.Id}}' "$BASE")"
 
 # ---- what the image's Python installs ---------------------------------------------------
 probe='import platform, sys
-print(f"{sys.version_info[0]}.{sys.version_info[1]}", platform.machine(), platform.libc_ver()[1] or "none")'
-read -r py_version py_machine py_glibc < <(docker run --rm --network none --entrypoint python3 "$BASE" -c "$probe") \
+print(f"{sys.version_info[0]}.{sys.version_info[1]}", platform.machine(), platform.libc_ver()[1] or "none", platform.python_version())'
+read -r py_version py_machine py_glibc py_full < <(docker run --rm --network none --entrypoint python3 "$BASE" -c "$probe") \
     || fail "cannot run python3 in $BASE"
 [ "$py_glibc" != none ] || fail "$BASE's python3 is not linked with glibc (musl images are not supported)"
 py_tag="cp${py_version/./}"
@@ -150,18 +150,18 @@ rm -f "$wheels"/agentgym-*.whl
 cp "$stage"/dist/agentgym-*.whl "$wheels/"
 agentgym_wheel="$(ls "$wheels"/agentgym-*.whl)"
 
-deps_stamp="$(cd "$REPO" && cat pyproject.toml "${REQUIREMENTS[@]}" | sha256sum | cut -c1-16) [$EXTRAS] $py_tag $py_machine $py_glibc"
+deps_stamp="$(cd "$REPO" && cat pyproject.toml "${REQUIREMENTS[@]}" | sha256sum | cut -c1-16) [$EXTRAS] $py_tag $py_full $py_machine $py_glibc"
 if [ "$(cat "$wheels/.deps-stamp" 2>/dev/null || true)" != "$deps_stamp" ]; then
     log "downloading agentgym[$EXTRAS]'s dependencies for Python $py_version ($py_machine, glibc $py_glibc) into $wheels"
     rm -f "$wheels/.deps-stamp"
     find "$wheels" -name '*.whl' ! -name 'agentgym-*' -delete  # no stale versions left behind
     download=("${pip[@]}" download --quiet --dest "$wheels" --only-binary=:all: --implementation cp
-        --python-version "$py_version" --abi "$py_tag" "${platforms[@]}")
+        --python-version "$py_full" --abi "$py_tag" "${platforms[@]}")  # markers may name the micro version
     "${download[@]}" "$agentgym_wheel[$EXTRAS]" pip >&2
     host="$("$PYTHON" -c 'import platform, sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}", platform.machine())')"
     for requirements in "${REQUIREMENTS[@]}"; do
         log "downloading the packages of $requirements"
-        if ! "${download[@]}" -r "$REPO/$requirements" >&2; then
+        if ! "${download[@]}" -r "$REPO/$requirements" >/dev/null 2>&1; then
             # Some package has no wheel (an sdist only): build the wheels here, which fits the image only
             # when this Python is the image's version on the same machine.
             [ "$host" = "$py_version $py_machine" ] \
@@ -170,6 +170,10 @@ if [ "$(cat "$wheels/.deps-stamp" 2>/dev/null || true)" != "$deps_stamp" ]; then
             log "some package of $requirements has no wheel: building its wheels with $PYTHON"
             "${pip[@]}" wheel --quiet --wheel-dir "$wheels" -r "$REPO/$requirements" >&2 \
                 || fail "building the wheels of $requirements failed"
+            # This Python's micro version may differ from the image's: resolve again for the image's, with the
+            # wheels just built at hand (a dependency under a marker such as python_full_version <= "3.11.2").
+            "${download[@]}" --find-links "$wheels" -r "$REPO/$requirements" >&2 \
+                || fail "downloading the wheels of $requirements failed"
         fi
     done
     echo "$deps_stamp" > "$wheels/.deps-stamp"

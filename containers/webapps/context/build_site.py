@@ -56,8 +56,22 @@ def build(name: str, wanted: list[str]) -> None:
 
 def pack(parts: Path, venvs: Path) -> None:
     """Move the built home to ``parts`` and the venvs to ``venvs`` (see the module docstring)."""
+    home = webapps_home()
+    # What running sites leave behind: pid files, locks, sockets and FIFOs, the run folders, the tenant leases.
+    for folder in [*home.glob("*/run"), home / "tenants"]:
+        if folder.is_dir():
+            shutil.rmtree(folder)
+    for path in list(home.rglob("*")):
+        mode = path.lstat().st_mode
+        if (
+            path.suffix in (".pid", ".lock")
+            or path.name == "postmaster.pid"
+            or stat.S_ISSOCK(mode)
+            or stat.S_ISFIFO(mode)
+        ):
+            path.unlink()
     parts.mkdir(parents=True)
-    shutil.move(webapps_home(), parts / "shared")
+    shutil.move(home, parts / "shared")
     for name in registry()["sites"]:
         site = parts / name
         shutil.move(parts / "shared" / name, site)
@@ -69,13 +83,6 @@ def pack(parts: Path, venvs: Path) -> None:
             (site / "venv").symlink_to(target)
         else:
             target.mkdir()  # a site without a venv of its own (PHP): an empty layer
-    for path in list(parts.rglob("*")):
-        leftover = path.suffix in (".pid", ".lock") or (path.exists() and stat.S_ISSOCK(path.lstat().st_mode))
-        if leftover or path.name == "postmaster.pid":
-            path.unlink()
-    for folder in [*parts.glob("*/run"), parts / "shared" / "tenants"]:
-        if folder.is_dir():
-            shutil.rmtree(folder)
     for root in (parts, venvs):
         subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
     sizes = ", ".join(f"{part.name} {size_mb(part):.1f} MB" for part in sorted(parts.iterdir()))
