@@ -35,7 +35,7 @@ SLOW: dict[str, int] = {
     "miniwob": 10,
     "scienceworld": 20,
     "textworld": 4,
-    "webapps": 4,
+    "webapps": 2,
     "WebShop-Browser-v0": 6,
 }
 #: Games' oracle is a strong player, not a solver that always wins: fewer tasks, only the return checked.

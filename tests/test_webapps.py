@@ -79,8 +79,10 @@ def test_oracle_solves_every_template_on_every_split(template_id: str, split: st
         assert info["success"] and info["score"] == 1.0, (task_id, env.instruction, info["trace"])
 
 
-@pytest.mark.parametrize("template_id", list(TEMPLATES))
-def test_a_wrong_or_missing_answer_fails(template_id: str) -> None:
+@pytest.mark.parametrize("template_id", [i for i, template in TEMPLATES.items() if template.kind != "change"])
+def test_a_wrong_answer_or_page_fails(template_id: str) -> None:
+    """An info task answered wrongly, a navigation task ended on its start page: both fail (a change
+    task's answer is not scored: test_a_half_done_change_fails ends one without the change)."""
     env = env_for(TEMPLATES[template_id])
     env.reset(options={"task_id": task_ids(env, template_id, "dev", 1)[0]})
     _, reward, terminated, _, info = env.step('answer("zzz-not-an-answer 0.01")')

@@ -27,6 +27,7 @@ from agentgym.environments.webapps.tasks import (
     Task,
     Template,
     normalise,
+    settled,
 )
 from agentgym.environments.webapps.wiki import templates as wiki
 
@@ -79,7 +80,7 @@ def mailed_score(outcome: Outcome, to: str, subject: str, value: str | None) -> 
             best = max(best, 1.0 if value is not None and mentions(mail.body_text(sent), value) else 0.5)
         return best
 
-    return mail.settled(score)
+    return settled(score)
 
 
 class WikiFactToForum(CrossSiteTemplate):
@@ -135,7 +136,7 @@ class WikiFactToForum(CrossSiteTemplate):
             posts = forum.posts_of(outcome, p["title"], p["user"])
             return float(any(mentions(post[2], population) for post in posts))
 
-        return forum.settled(score)
+        return settled(score)
 
 
 class TicketToMail(CrossSiteTemplate):

@@ -19,6 +19,7 @@ the app's database, a navigation task's final page, a change task's database row
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import importlib
 import json
@@ -53,6 +54,8 @@ from agentgym.environments.webapps.tasks import (
 
 #: How long the oracle waits for a plan step's element to appear (pages that open dialogs from scripts).
 ORACLE_WAIT_S = 5.0
+#: How long ``answer(...)`` waits for the page's network to go quiet before the checker runs.
+QUIET_WAIT_S = 5.0
 ANSWER_SYNTAX = '  answer("text")            end the task with your answer (for tasks that ask for no fact: "done")'
 _ANSWER = re.compile(r"^\s*answer\s*\((.*)\)\s*$", re.DOTALL)
 
@@ -249,6 +252,8 @@ class WebAppEnv(BrowserEnv):
     def _finish(self, answer: str) -> str:
         assert self.task is not None and self.template is not None
         self.answer = answer
+        with contextlib.suppress(BrowserError):  # the tab failed: check what has landed
+            self.tab.run(_network_quiet, timeout_s=QUIET_WAIT_S + 5)
         outcome = Outcome(
             answer=answer, url=self.url, tenant=self.tenant, sites={n: self.site(n) for n in self.task.sites}
         )
@@ -327,6 +332,15 @@ class WebAppEnv(BrowserEnv):
             self._lease.release()
             self._lease = None
         super().close()
+
+
+async def _network_quiet(page: Any) -> None:
+    """Wait until the page's background requests (a post, a send) are done, at most :data:`QUIET_WAIT_S`;
+    a page still busy then (one that polls) is left as it is."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    with contextlib.suppress(PlaywrightTimeout):
+        await page.wait_for_load_state("networkidle", timeout=QUIET_WAIT_S * 1000)
 
 
 def _read_answer(raw: str) -> str:

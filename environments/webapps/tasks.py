@@ -22,6 +22,7 @@ import hashlib
 import random
 import re
 import string
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
@@ -224,6 +225,27 @@ def instruction_texts(module: str, file_name: str) -> dict[str, str]:
     if not isinstance(texts, dict):
         raise ValueError(f"{package}/{file_name} must map template ids to texts")
     return texts
+
+
+# ---- checking changes made by background requests ----------------------------------------
+
+#: How long a change checker asks again while the change has not landed (see :func:`settled`).
+SETTLE_S = 2.0
+
+
+def settled(score: Callable[[], float], timeout_s: float = SETTLE_S) -> float:
+    """``score()`` once it is 1.0, else its last value after asking again for ``timeout_s``.
+
+    Front ends save some changes with background requests (Misago's posts and likes, Roundcube's
+    sending from a hidden frame). The env lets the page's network go quiet before it checks; a
+    server may still be committing or delivering a moment later.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = score()
+        if value >= 1.0 or time.monotonic() > deadline:
+            return value
+        time.sleep(0.2)
 
 
 # ---- answers ------------------------------------------------------------------------------

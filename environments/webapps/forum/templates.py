@@ -5,12 +5,11 @@ Checkers read the tenant's database (``forum_t<N>``) when the episode ends: an i
 is compared with the value in the database, a navigation task's final URL with the object's
 URL built from its database row, a change task's rows with the requested change. Misago saves
 posts, likes and moderation through background requests of its React front end, so a change
-checker waits up to :data:`SETTLE_S` for the change to land before scoring.
+checker asks again for a moment (:func:`~agentgym.environments.webapps.tasks.settled`) before scoring.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, cast
 
@@ -30,11 +29,10 @@ from agentgym.environments.webapps.tasks import (
     exact_match,
     normalise,
     number_match,
+    settled,
 )
 
 FORUM = "forum"
-#: How long a change checker waits for the front end's last request to be saved.
-SETTLE_S = 6.0
 
 # Selectors of Misago 0.39's React pages (the oracle plans act through them).
 THREAD_AUTHOR = ".thread-user-card-header a.item-title"
@@ -92,16 +90,6 @@ def query(outcome: Outcome, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     site = cast(ForumSite, outcome.sites[FORUM])
     with site.connect(outcome.tenant) as connection:
         return connection.execute(sql, params).fetchall()
-
-
-def settled(score: Callable[[], float], timeout_s: float | None = None) -> float:
-    """``score()`` once it is 1.0, or its last value after ``timeout_s`` (default :data:`SETTLE_S`)."""
-    deadline = time.monotonic() + (SETTLE_S if timeout_s is None else timeout_s)
-    while True:
-        value = score()
-        if value >= 1.0 or time.monotonic() > deadline:
-            return value
-        time.sleep(0.25)
 
 
 _THREAD = "SELECT id, slug, starter_name, replies, category_id, is_closed, weight FROM misago_threads_thread"

@@ -13,10 +13,9 @@ through the folder list and the search box, then use Roundcube's toolbar and men
 from __future__ import annotations
 
 import re
-import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -40,6 +39,7 @@ from agentgym.environments.webapps.tasks import (
     must_include,
     normalise,
     number_match,
+    settled,
 )
 
 if TYPE_CHECKING:
@@ -350,20 +350,6 @@ def sent_to(outcome: Outcome, address: str) -> list[Any]:
         for mail in outbox(site_of(outcome).tenant_dir(outcome.tenant))
         if wanted in str(mail.get("To", "")).lower()
     ]
-
-
-def settled(score: Callable[[], float], *, wait_s: float = 4.0) -> float:
-    """``score()``, asked again for up to ``wait_s`` while it is below 1.
-
-    Roundcube sends a message from a hidden frame: the page the agent ends on may be there a
-    moment before the SMTP server has delivered the message.
-    """
-    deadline = time.monotonic() + wait_s
-    while True:
-        value = score()
-        if value >= 1.0 or time.monotonic() > deadline:
-            return value
-        time.sleep(0.25)
 
 
 def body_text(mail: Any) -> str:
