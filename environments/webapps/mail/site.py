@@ -127,7 +127,9 @@ class MailSite(Site):
         return mail_content.generate(seed)
 
     def install_version(self) -> str:
-        return f"{self.generator_version()}-{self.runtime}-{self.port}"
+        # The config names the service user: a container running as another uid than the image was built as
+        # (the docker backend runs as the caller's uid) installs again, or Dovecot cannot chown its login folder.
+        return f"{self.generator_version()}-{self.runtime}-{self.port}-{self.service.pw_uid}:{self.service.pw_gid}"
 
     # ---- install ------------------------------------------------------------------------
 
