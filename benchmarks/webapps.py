@@ -120,7 +120,7 @@ def site_costs(name: str, repeats: int) -> dict[str, Any]:
     return {"reset_tenant_ms": median_ms(samples), "reset_tenant_max_ms": round(max(samples) * 1000, 1)}
 
 
-def oracle_table(tasks: int) -> tuple[dict[str, Any], dict[str, list[float]]]:
+def oracle_table(tasks: int, splits: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, list[float]]]:
     """Per template: oracle successes over ``tasks`` tasks of each split; env.reset and step times per site."""
     per_template: dict[str, Any] = {}
     timings: dict[str, list[float]] = {}
@@ -134,7 +134,7 @@ def oracle_table(tasks: int) -> tuple[dict[str, Any], dict[str, list[float]]]:
                 timings.setdefault(f"{'+'.join(key)}:reset", []),
                 timings.setdefault(f"{'+'.join(key)}:step", []),
             )
-            for split in SPLITS:
+            for split in splits:
                 for task_id in task_ids(env, template.id, split, tasks):
                     start = time.perf_counter()
                     env.reset(options={"task_id": task_id})
@@ -211,6 +211,7 @@ def main() -> None:
     parser.add_argument(
         "--cold", action="store_true", help="also time install + seed + start of each site from nothing"
     )
+    parser.add_argument("--splits", default=",".join(SPLITS), help="splits of the oracle table (comma-separated)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
 
@@ -218,7 +219,7 @@ def main() -> None:
     cold = {name: cold_setup(name, 100) for name in names} if args.cold else {}
     costs = {name: site_costs(name, args.repeats) for name in names}
     golden_mb = {name: round(du_mb(webapps_home() / name / "golden"), 1) for name in names}
-    per_template, timings = oracle_table(args.tasks)
+    per_template, timings = oracle_table(args.tasks, tuple(args.splits.split(",")))
     memory = memory_and_concurrency(args.envs)
 
     lines = [
