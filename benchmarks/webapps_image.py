@@ -186,7 +186,8 @@ def table(data: dict[str, Any]) -> str:
     lines += [
         "",
         'Container start to first reset (medians, seconds): `gym.make(ID, backend="docker")` starts the '
-        "container (its state copied in) until the server answers; the first reset starts the site's servers; "
+        "container (as nobody: its state linked in, not copied) until the server answers; the first reset starts the "
+        "site's servers; "
         "the second is a warm reset.",
         "",
         "| env | start | first reset | second reset | close |",
