@@ -39,6 +39,12 @@ from agentgym.browser.page import (
 )
 from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
 
+#: Whether the element with this id is (in) a link that opens a new tab.
+_OPENS_TAB_JS = """bid => {
+  const element = document.querySelector(`[data-bid="${bid}"]`);
+  const link = element && element.closest('a[href]');
+  return !!link && link.target === '_blank';
+}"""
 _RANDOM_WORDS = ("hello", "42", "Alice", "test", "yes", "blue")
 
 
@@ -179,19 +185,22 @@ class BrowserEnv(TextEnv):
         except ValueError as error:
             raise InvalidAction(str(error)) from None
         timeout_ms = self.action_timeout_s * 1000
-        if parsed.name in TAB_COMMANDS:
-            try:
-                feedback = self.tab.run(lambda page: self.tab.tab_command(parsed))
-            except ElementError as error:
-                raise InvalidAction(str(error)) from None
-            except BrowserError as error:
-                return self._fail(error)
-            finally:
-                self._page_changed()
-            self.history.append(command)
-            return feedback
 
         async def act(page: Any) -> str:
+            if parsed.name in TAB_COMMANDS:  # acts on the tabs, not on the page
+                return await self.tab.tab_command(parsed)
+            if self.allow_tabs and parsed.name == "click" and await page.evaluate(_OPENS_TAB_JS, parsed.args[0]):
+                from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+                feedback = ""
+                try:
+                    async with page.context.expect_page(timeout=timeout_ms) as opened:
+                        feedback = await perform(page, parsed, timeout_ms=timeout_ms)
+                    tab = await opened.value  # the tab is shown (Tab records pages a site opens)
+                    await tab.wait_for_load_state()
+                    return feedback + " It opened in a new tab."
+                except PlaywrightTimeout:  # the page kept the click to itself
+                    return feedback or f"Clicked [{parsed.args[0]}]."
             feedback = await perform(page, parsed, timeout_ms=timeout_ms)
             return feedback + await self._after_action(page, parsed)
 
