@@ -209,6 +209,7 @@ class WebAppEnv(BrowserEnv):
             if cookies:
                 await page.context.add_cookies(cookies)
             await page.goto(start_url, timeout=self.page_timeout_s * 1000)
+            await _network_quiet(page)  # a page that fills itself by script (a mail list) shows the same every time
 
         try:
             self.tab.recycle()  # a fresh context: no cookies, storage or history from the last episode
