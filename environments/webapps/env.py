@@ -203,13 +203,18 @@ class WebAppEnv(BrowserEnv):
             for cookie in self.site(name).session_cookies(self.tenant, user)
         ]
         start_site, start_path = self.task.start
+        ready_js = self.site(start_site).ready_js
         start_url = self.site(start_site).base_url(self.tenant) + start_path
 
         async def open_start(page: Any) -> None:
+            from playwright.async_api import TimeoutError as PlaywrightTimeout
+
             if cookies:
                 await page.context.add_cookies(cookies)
             await page.goto(start_url, timeout=self.page_timeout_s * 1000)
             await _network_quiet(page)  # a page that fills itself by script (a mail list) shows the same every time
+            with contextlib.suppress(PlaywrightTimeout):
+                await page.wait_for_function(ready_js, timeout=QUIET_WAIT_S * 1000)
 
         try:
             self.tab.recycle()  # a fresh context: no cookies, storage or history from the last episode

@@ -219,6 +219,9 @@ class Site(abc.ABC):
     default_port: ClassVar[int]
     #: Debian packages it runs on (installed by containers/setup-host.sh, and in its image).
     apt_packages: ClassVar[tuple[str, ...]] = ()
+    #: A JavaScript function that is true once the site's page has filled itself in (the env waits for
+    #: it after opening a task's start page, so that the first observation is the same every time).
+    ready_js: ClassVar[str] = "() => true"
 
     def __init__(self, home: Path | None = None, seed: int = DEFAULT_SEED) -> None:
         self.home = (home or webapps_home()) / self.name

@@ -76,6 +76,8 @@ class MailSite(Site):
         "dovecot-sieve",
         "dovecot-managesieved",
     )
+    #: Roundcube fills its lists by script after the page loads; ``rcmail.busy`` holds while a request runs.
+    ready_js: ClassVar[str] = "() => !window.rcmail || rcmail.busy === false"
     #: PHP's built-in server workers (each serves one request at a time).
     php_workers: ClassVar[int] = 8
 
