@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -252,7 +253,14 @@ class WebAppEnv(BrowserEnv):
             raise InvalidAction(f"goto is limited to this task's sites: {', '.join(base + '/' for base in allowed)}")
 
     async def _after_action(self, page: Any, command: Command) -> str:
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
         await page.wait_for_load_state()
+        host = urlsplit(page.url).hostname or ""
+        site = next((name for name in self.site_names if host == self.site(name).host(self.tenant)), None)
+        if site is not None:  # let a page that fills itself by script finish, as on reset
+            with contextlib.suppress(PlaywrightTimeout):
+                await page.wait_for_function(self.site(site).ready_js, timeout=QUIET_WAIT_S * 1000)
         return ""
 
     def _finish(self, answer: str) -> str:
