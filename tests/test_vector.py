@@ -61,8 +61,12 @@ CASES: dict[str, tuple[str, dict[str, Any], int]] = {
     "miniwob": ("MiniWoB-click-button-v0", {"screenshot": True}, 2),
     "webshop-browser": ("WebShop-Browser-v0", {}, 2),
     "desktop": ("Desktop-v0", {}, 2),
+    "webapps": ("WebApps-Wiki-v0", {}, 2),
 }
 STEPS = 3
+#: Families whose sub-envs are compared on fewer steps: real web apps put their own clock and transient
+#: notices into pages an action opens (docs/webapps.md), so they are compared on the reset.
+FEWER_STEPS = {"webapps": 0}
 #: Families played with random legal moves instead of the oracle's: a game's oracle draws from the
 #: opponent's generator, so calling it on the plain env alone would change that env's opponent.
 RANDOM_MOVES = {"multiagent"}
@@ -86,7 +90,7 @@ def plain_episodes(family: str) -> tuple[list[tuple], ...]:
             moves = random.Random(index)
             observation, info = env.reset(seed=SEED + index)
             transitions = [(None, observation, 0.0, False, False, info)]
-            for _ in range(STEPS):
+            for _ in range(FEWER_STEPS.get(family, STEPS)):
                 if transitions[-1][3] or transitions[-1][4]:  # next-step autoreset: the action is ignored
                     observation, info = env.reset()
                     transitions.append(("ignored", observation, 0.0, False, False, info))
@@ -151,7 +155,7 @@ def test_make_vec_sub_envs_play_as_plain_envs(family: str, mode: str) -> None:
         for index in range(num_envs):
             assert_same_observation(sub_observation(observations, index), expected[index][0][1])
             assert plain(unbatch(infos, index)) == plain(expected[index][0][5])
-        for step in range(1, STEPS + 1):
+        for step in range(1, FEWER_STEPS.get(family, STEPS) + 1):
             actions = [expected[index][step][0] for index in range(num_envs)]
             observations, rewards, terminated, truncated, infos = envs.step(actions)
             for index in range(num_envs):

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from agentgym.environments.webapps import tasks as webapps_tasks
 from agentgym.environments.webapps.forum import content as forum_content
-from agentgym.environments.webapps.forum import templates as forum_templates
 from agentgym.environments.webapps.forum.site import ForumSite
 from agentgym.environments.webapps.forum.templates import TEMPLATES, Reply
 from agentgym.environments.webapps.site import lease_tenant
@@ -149,7 +149,7 @@ def test_a_seeded_session_logs_the_user_in(site: ForumSite, tenants: tuple[int, 
 def test_a_reply_posted_through_misagos_api_satisfies_the_reply_checker(
     site: ForumSite, tenants: tuple[int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(forum_templates, "SETTLE_S", 0.0)  # the reply is saved before the checks run
+    monkeypatch.setattr(webapps_tasks, "SETTLE_S", 0.0)  # the reply is saved before the checks run
     tenant, other = tenants
     template = Reply()
     task = template.instantiate({"forum": site.content()}, random.Random(7), "dev")

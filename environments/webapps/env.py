@@ -222,13 +222,30 @@ class WebAppEnv(BrowserEnv):
             self.tab.run(open_start)
         except BrowserError as error:
             self._fail(error)
-        where = "; ".join(
-            f"{self.site(name).title}: {self.site(name).base_url(self.tenant)}/" for name in self.task.sites
-        )
+        where = "; ".join(f"{self.site(name).title}: {self.public_base(name)}/" for name in self.task.sites)
         return f"{self.task.instruction}\n(Sites: {where}.)"
 
     def _describe(self) -> str:
-        return f"URL: {self.url}\n{super()._describe()}"
+        return self.public(f"URL: {self.url}\n{super()._describe()}")
+
+    def public_base(self, name: str) -> str:
+        """Site ``name`` as the agent sees it, with no tenant: ``http://shop.localhost:8701``."""
+        return f"http://{name}.localhost:{self.site(name).port}"
+
+    def public(self, text: str) -> str:
+        """``text`` with this env's tenant hosts written as the sites' public hosts (what the agent sees:
+        observations do not depend on which tenant an env copy holds)."""
+        for name in self.sites:
+            text = text.replace(self.site(name).base_url(self.tenant), self.public_base(name))
+        return text
+
+    def private(self, url: str) -> str:
+        """A public URL of one of this env's sites as its tenant's URL (others unchanged)."""
+        for name in self.site_names:
+            public = self.public_base(name)
+            if url == public or url.startswith(public + "/"):
+                return self.site(name).base_url(self.tenant) + url[len(public) :]
+        return url
 
     @property
     def url(self) -> str:
@@ -240,17 +257,20 @@ class WebAppEnv(BrowserEnv):
         if answer is not None:
             return self._finish(_read_answer(answer.group(1)))
         if command.lstrip().startswith("goto"):
-            self._check_goto(command)
-        return super()._execute(command)
+            command = f"goto({json.dumps(self._goto_target(command))})"
+        return self.public(super()._execute(command))
 
-    def _check_goto(self, command: str) -> None:
+    def _goto_target(self, command: str) -> str:
+        """The tenant URL a ``goto`` opens; :class:`InvalidAction` if it leaves this env's sites."""
         try:
-            url = str(parse_command(command, allow_goto=True, allow_tabs=True).args[0])
+            url = self.private(str(parse_command(command, allow_goto=True, allow_tabs=True).args[0]))
         except ValueError as error:
             raise InvalidAction(str(error)) from None
         allowed = [self.site(name).base_url(self.tenant) for name in self.site_names]
         if not any(url == base or url.startswith(base + "/") for base in allowed):
-            raise InvalidAction(f"goto is limited to this task's sites: {', '.join(base + '/' for base in allowed)}")
+            public = ", ".join(self.public_base(name) + "/" for name in self.site_names)
+            raise InvalidAction(f"goto is limited to this task's sites: {public}")
+        return url
 
     async def _after_action(self, page: Any, command: Command) -> str:
         from playwright.async_api import TimeoutError as PlaywrightTimeout
@@ -291,7 +311,7 @@ class WebAppEnv(BrowserEnv):
     def command_for(self, step: Step) -> str:
         """The agent command that plays plan ``step`` on the current page."""
         if isinstance(step, Goto):
-            return f"goto({json.dumps(self.site(step.site).base_url(self.tenant) + step.path)})"
+            return f"goto({json.dumps(self.public_base(step.site) + step.path)})"
         if isinstance(step, Answer):
             return f"answer({json.dumps(step.text)})"
         if isinstance(step, Press):
@@ -334,7 +354,7 @@ class WebAppEnv(BrowserEnv):
 
     def _info(self, command: str, invalid: bool) -> dict[str, Any]:
         info = super()._info(command, invalid)
-        info["url"] = self.url
+        info["url"] = self.public(self.url)
         if self.task is not None:
             info.update(template=self.task.template, kind=self.task.kind, sites=list(self.task.sites))
         if self.terminated:

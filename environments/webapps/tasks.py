@@ -233,14 +233,14 @@ def instruction_texts(module: str, file_name: str) -> dict[str, str]:
 SETTLE_S = 2.0
 
 
-def settled(score: Callable[[], float], timeout_s: float = SETTLE_S) -> float:
-    """``score()`` once it is 1.0, else its last value after asking again for ``timeout_s``.
+def settled(score: Callable[[], float], timeout_s: float | None = None) -> float:
+    """``score()`` once it is 1.0, else its last value after asking again for ``timeout_s`` (default :data:`SETTLE_S`).
 
     Front ends save some changes with background requests (Misago's posts and likes, Roundcube's
     sending from a hidden frame). The env lets the page's network go quiet before it checks; a
     server may still be committing or delivering a moment later.
     """
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + (SETTLE_S if timeout_s is None else timeout_s)
     while True:
         value = score()
         if value >= 1.0 or time.monotonic() > deadline:
