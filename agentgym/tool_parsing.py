@@ -60,10 +60,11 @@ def new_call_id() -> str:
 def parse_tool_calls(text: str) -> ParsedReply:
     """The Hermes / Qwen ``<tool_call>`` blocks in ``text`` as OpenAI tool calls (see the module docstring).
 
-    >>> block = '<tool_call>\\n{"name": "move", "arguments": {"direction": "up"}}\\n</tool_call>'
-    >>> reply = parse_tool_calls("Up.\\n" + block)
-    >>> reply.content, reply.tool_calls[0]["function"]
-    ('Up.', {'name': 'move', 'arguments': '{"direction": "up"}'})
+    Examples:
+        >>> block = '<tool_call>\\n{"name": "move", "arguments": {"direction": "up"}}\\n</tool_call>'
+        >>> reply = parse_tool_calls("Up.\\n" + block)
+        >>> reply.content, reply.tool_calls[0]["function"]
+        ('Up.', {'name': 'move', 'arguments': '{"direction": "up"}'})
     """
     if TOOL_CALL_START not in text:
         return ParsedReply(_content(text))
