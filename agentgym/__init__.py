@@ -7,9 +7,14 @@
 
     env = gym.make("Sokoban-v0")
     obs, info = env.reset(options={"task_id": 0})
+
+Families of other packages register too, through the ``agentgym.envs`` entry point group
+(:mod:`agentgym.plugins`; a broken plugin only warns).
 """
 
 from agentgym.core import (
+    INFRA_ERROR_KEY,
+    InfrastructureError,
     InvalidAction,
     TaskSplits,
     TextEnv,
@@ -17,7 +22,8 @@ from agentgym.core import (
     parse_action,
     split_reply,
 )
-from agentgym.registry import EnvInfo, env_info, list_envs, register, register_families
+from agentgym.plugins import load_plugins
+from agentgym.registry import EnvInfo, env_info, list_envs, prepare_env, register, register_families
 from agentgym.vector import SharedTextBatch  # registers UnicodeText with Gymnasium's vector shared memory
 from agentgym.wrappers import ChatWrapper
 
@@ -27,6 +33,8 @@ __all__ = [
     "ChatWrapper",
     "RemoteEnv",
     "EnvInfo",
+    "INFRA_ERROR_KEY",
+    "InfrastructureError",
     "InvalidAction",
     "TaskSplits",
     "TextEnv",
@@ -34,11 +42,13 @@ __all__ = [
     "env_info",
     "list_envs",
     "parse_action",
+    "prepare_env",
     "register",
     "split_reply",
 ]
 
 register_families()
+load_plugins()
 
 
 def __getattr__(name: str) -> object:

@@ -26,6 +26,10 @@ event loop instead of a thread.
 A family subclasses :class:`TextEnv` and supplies the rules: ``_generate`` (set up a task),
 ``_describe`` (the state as text), ``_execute`` (apply one command), ``action_syntax`` and
 ``oracle_action``.
+
+A failure of the env's own infrastructure (not the agent's doing) is signalled by raising
+:class:`InfrastructureError`, or by ending the episode with ``info[INFRA_ERROR_KEY]`` set to a
+reason; the evaluation runner retries such episodes and records the retries.
 """
 
 from __future__ import annotations
@@ -168,6 +172,19 @@ class InvalidAction(Exception):
 
     The message tells the agent what was wrong; ``step`` turns it into an observation.
     """
+
+
+#: The ``info`` key through which an env reports a failure of its infrastructure (a site or
+#: browser that did not answer, a crashed engine): a short reason, set on the step that ends the
+#: episode because of it. Runners retry such episodes instead of scoring them (docs/results.md).
+INFRA_ERROR_KEY = "infra_error"
+
+
+class InfrastructureError(RuntimeError):
+    """Raised by an env when its infrastructure failed (not the agent): a site that does not
+    answer, a dead container, a crashed engine. The episode cannot go on faithfully; a runner
+    plays it again on a fresh env rather than scoring it. Envs that would rather end the
+    episode gracefully set ``info[INFRA_ERROR_KEY]`` instead."""
 
 
 _WRAPPING = " \t\r\n`*\"'"

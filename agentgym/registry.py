@@ -11,10 +11,12 @@ makes the family's class on the backend that ``gym.make(ID, backend=...)`` names
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import pkgutil
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -37,6 +39,14 @@ class EnvInfo:
     #: ``"text"`` for ``str`` observations, ``"text+screenshot"`` for dicts with both.
     observation: str = "text"
     kwargs: dict[str, Any] = field(default_factory=dict)
+    #: How many copies of the family one machine holds at once (None: no limit); runners, the
+    #: server and the Ray backend keep to it unless the user overrides it.
+    max_concurrency: int | None = None
+    #: ``"module:function"`` that does the family's slow one-time preparation (installs, index
+    #: builds, image pulls) for ``function(env_id, kwargs, report)``; see :func:`prepare_env`.
+    prepare: str | None = None
+    #: The plugin distribution that registered the id (None: a family shipped with agentgym).
+    plugin: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view (splits as counts)."""
@@ -49,7 +59,24 @@ class UnknownEnvError(KeyError):
     """An env id that is not registered."""
 
 
+class PluginWarning(UserWarning):
+    """A plugin that could not register (it failed to import, or claims an id already taken)."""
+
+
 _ENVS: dict[str, EnvInfo] = {}
+#: The plugin whose registration module is being imported (see :mod:`agentgym.plugins`).
+_LOADING_PLUGIN: str | None = None
+
+
+@contextlib.contextmanager
+def registering_plugin(name: str) -> Iterator[None]:
+    """While a plugin registers: its ids are marked as the plugin's, and duplicates are skipped."""
+    global _LOADING_PLUGIN
+    _LOADING_PLUGIN = name
+    try:
+        yield
+    finally:
+        _LOADING_PLUGIN = None
 
 
 def register(
@@ -62,8 +89,27 @@ def register(
     max_episode_steps: int,
     observation: str = "text",
     kwargs: dict[str, Any] | None = None,
+    max_concurrency: int | None = None,
+    prepare: str | None = None,
 ) -> None:
-    """Register ``env_id`` with Gymnasium (``gym.make`` works, with ``backend=``) and record its metadata."""
+    """Register ``env_id`` with Gymnasium (``gym.make`` works, with ``backend=``) and record its metadata.
+
+    ``max_concurrency``: how many copies of the family this machine holds at once (say so where
+    more would overload a shared site, browser or engine). ``prepare``: ``"module:function"`` of
+    the family's one-time preparation (see :func:`prepare_env`). While a plugin registers
+    (:mod:`agentgym.plugins`), an id that is already registered is skipped with a warning.
+    """
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ValueError(f"{env_id}: max_concurrency must be at least 1, got {max_concurrency}")
+    if _LOADING_PLUGIN is not None and env_id in _ENVS:
+        owner = _ENVS[env_id].plugin or "agentgym"
+        warnings.warn(
+            f"agentgym plugin {_LOADING_PLUGIN!r}: env id {env_id!r} is already registered by {owner!r}; "
+            "the plugin's registration is skipped",
+            PluginWarning,
+            stacklevel=2,
+        )
+        return
     info = EnvInfo(
         id=env_id,
         family=family,
@@ -73,6 +119,9 @@ def register(
         max_episode_steps=max_episode_steps,
         observation=observation,
         kwargs=dict(kwargs or {}),
+        max_concurrency=max_concurrency,
+        prepare=prepare,
+        plugin=_LOADING_PLUGIN,
     )
     gym.register(
         id=env_id,
@@ -118,6 +167,50 @@ def register_families() -> None:
     for module in pkgutil.iter_modules(families.__path__):
         if module.ispkg:
             importlib.import_module(f"{families.__name__}.{module.name}")
+
+
+def max_concurrency(env_id: str, overrides: Mapping[str, int] | None = None) -> int | None:
+    """How many copies of ``env_id``'s family may run at once on one machine: the user's
+    ``overrides`` (keyed by family or by id) first, else the family's declared limit (None: no limit)."""
+    info = env_info(env_id)
+    overrides = overrides or {}
+    for key in (info.id, info.family):
+        if key in overrides:
+            return overrides[key]
+    return info.max_concurrency
+
+
+def parse_limits(specs: Sequence[str] | None) -> dict[str, int]:
+    """``["webapps=8", "Sokoban-v0=2"]`` (``--family-concurrency``) as ``{"webapps": 8, "Sokoban-v0": 2}``."""
+    limits = {}
+    for spec in specs or ():
+        name, _, number = spec.partition("=")
+        if not name.strip() or not number.strip().isdigit() or int(number) < 1:
+            raise ValueError(f"--family-concurrency takes FAMILY=N or ENV_ID=N with N >= 1, got {spec!r}")
+        limits[name.strip()] = int(number)
+    return limits
+
+
+def limit_key(env_id: str, overrides: Mapping[str, int] | None = None) -> str:
+    """What ``env_id``'s concurrency limit is counted under: its id where the user limited the id, else its family."""
+    info = env_info(env_id)
+    return info.id if overrides and info.id in overrides else info.family
+
+
+def prepare_env(
+    env_id: str, kwargs: Mapping[str, Any] | None = None, report: Callable[[str], None] = lambda line: None
+) -> bool:
+    """Do ``env_id``'s one-time preparation (site installs, index builds...) if its family declares one.
+
+    Idempotent and safe to call from several processes (each family's hook makes it so); it
+    returns quickly when there is nothing left to do. ``report(line)`` receives progress lines.
+    Returns whether the family declares a preparation.
+    """
+    info = env_info(env_id)
+    if info.prepare is None:
+        return False
+    load_env_creator(info.prepare)(info.id, {**info.kwargs, **(kwargs or {})}, report)
+    return True
 
 
 def list_envs(family: str | None = None) -> list[EnvInfo]:

@@ -8,14 +8,14 @@ reader (leaderboard, arena ratings, trainer, tests) sees typed fields, never str
 
 **Versions.** Every record written carries ``"schema": SCHEMA_VERSION``. A record without it
 is version 1 (written before the field existed): its keys are today's, except that some were
-added over time (``node_id``, ``screenshots``, a turn's ``tool_calls``) and hand-written or
+added over time (``node_id``, ``screenshots``, ``retries``, a turn's ``tool_calls``) and hand-written or
 external files may leave out more (``env_id``, ``env_kwargs``, ``tokens``, ``policy``,
 ``split``...). Reading fills each missing key with its default below, derives ``env_id`` from
 the ``env`` label, and keeps ``tokens`` None where none were reported (token means skip such
 episodes). A record of a newer version than this code knows is refused with a clear error.
 
 The JSON keeps the keys, order and values that the runner and the arena wrote before these
-types existed; ``screenshots`` and a turn's ``tool_calls`` are written only when present, and
+types existed; ``screenshots``, ``retries`` and a turn's ``tool_calls`` are written only when present, and
 a match's ``rewards``, ``winner`` and ``reason`` only when it finished without error.
 """
 
@@ -85,6 +85,9 @@ class EpisodeRecord:
     node_id: str | None = None  #: the Ray node the env ran on (None off Ray)
     started: str | None = None  #: ISO 8601 UTC start time
     screenshots: list[str | None] | None = None  #: observation N's PNG, relative to the results folder
+    #: Why each earlier attempt of this episode was abandoned (its env's infrastructure failed) and
+    #: played again on a fresh env; empty when the first attempt counted.
+    retries: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     schema: int = SCHEMA_VERSION
 
@@ -177,6 +180,8 @@ def to_json(record: Record) -> dict[str, Any]:
     }
     if record.screenshots is not None:
         data["screenshots"] = record.screenshots
+    if record.retries:
+        data["retries"] = record.retries
     data["wall_s"] = record.wall_s
     return data
 
@@ -284,6 +289,7 @@ def episode_from_json(data: Any) -> EpisodeRecord:
         node_id=data.get("node_id"),
         started=data.get("started"),
         screenshots=data.get("screenshots"),
+        retries=list(data.get("retries") or ()),
         wall_s=_float(data.get("wall_s")),
     )
 

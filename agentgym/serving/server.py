@@ -74,7 +74,15 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
-from agentgym.registry import inline_safe, known_ids_hint, list_envs
+from agentgym.registry import (
+    inline_safe,
+    known_ids_hint,
+    limit_key,
+    list_envs,
+    max_concurrency,
+    parse_limits,
+    prepare_env,
+)
 from agentgym.serving.calls import CALLS, ProtocolError, body_field
 from agentgym.serving.wire import describe_env, encode_answer, encode_json
 from agentgym.utils.sockets import listening_socket, unix_socket
@@ -134,8 +142,12 @@ class EnvServer:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         session_ttl_s: float = DEFAULT_SESSION_TTL_S,
         inline: bool = True,
+        family_concurrency: Mapping[str, int] | None = None,
     ) -> None:
         self.env_ids = resolve_env_ids(env_ids)
+        #: The user's per-family (or per-id) session limits, over the families' declared ``max_concurrency``.
+        self.family_concurrency = dict(family_concurrency or {})
+        self._opening_by: Counter[str] = Counter()
         # Resolving the classes here imports every served env's module before the first request.
         self.inline = {env_id: inline and inline_safe(env_id) for env_id in self.env_ids}
         self.max_sessions = max_sessions
@@ -161,7 +173,21 @@ class EnvServer:
             raise ProtocolError(422, "InvalidRequest", "max_episode_steps must be positive, -1 (no limit) or null")
         if len(self.sessions) + self._opening >= self.max_sessions:
             raise ProtocolError(429, "TooManySessions", f"the server holds its maximum of {self.max_sessions} sessions")
+        key = limit_key(env_id, self.family_concurrency)
+        limit = max_concurrency(env_id, self.family_concurrency)
+        if limit is not None:
+            held = self._opening_by[key] + sum(
+                limit_key(other.env_id, self.family_concurrency) == key for other in self.sessions.values()
+            )
+            if held >= limit:
+                raise ProtocolError(
+                    429,
+                    "TooManySessions",
+                    f"{key} holds at most {limit} sessions on this machine (its family's max_concurrency; "
+                    f"`agentgym serve --family-concurrency {key}=N` overrides)",
+                )
         self._opening += 1
+        self._opening_by[key] += 1
         executor = None if self.inline[env_id] else concurrent.futures.ThreadPoolExecutor(1, "agentgym-session")
         session = Session(secrets.token_hex(12), env_id, kwargs, env=None, executor=executor)  # type: ignore[arg-type]
         try:
@@ -179,6 +205,7 @@ class EnvServer:
             raise ProtocolError(500, "EnvError", f"making {env_id} raised {type(error).__name__}: {error}") from None
         finally:
             self._opening -= 1
+            self._opening_by[key] -= 1
         self.sessions[session.id] = session
         self.counts["sessions_created"] += 1
         return {"session_id": session.id, "env": description}
@@ -315,11 +342,14 @@ def create_app(
     session_ttl_s: float = DEFAULT_SESSION_TTL_S,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     inline: bool = True,
+    family_concurrency: Mapping[str, int] | None = None,
 ) -> "FastAPI":
     """The server app for ``env_ids`` (ids or patterns); ``app.state.server`` is its :class:`EnvServer`.
 
     ``session_ttl_s`` 0 never reaps; ``inline=False`` runs every env call on a session
-    thread, even for envs whose metadata sets ``inline_safe``.
+    thread, even for envs whose metadata sets ``inline_safe``. A family that declares
+    ``max_concurrency`` holds at most that many sessions (``family_concurrency`` overrides, by
+    family or id); more get HTTP 429 like sessions over ``max_sessions``.
     """
     from fastapi import FastAPI, Request, Response
     from fastapi.exceptions import RequestValidationError
@@ -329,7 +359,13 @@ def create_app(
     from agentgym.integrations import LazyMount  # OpenEnv's routes: docs/integrations.md
     from agentgym.serving import api
 
-    server = EnvServer(env_ids, max_sessions=max_sessions, session_ttl_s=session_ttl_s, inline=inline)
+    server = EnvServer(
+        env_ids,
+        max_sessions=max_sessions,
+        session_ttl_s=session_ttl_s,
+        inline=inline,
+        family_concurrency=family_concurrency,
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -538,6 +574,8 @@ def serve(
     fd: int | None = None,
     exit_with_fd: int | None = None,
     uds: str | None = None,
+    family_concurrency: Mapping[str, int] | None = None,
+    prepare: bool = True,
 ) -> None:
     """Serve ``env_ids`` until interrupted (SIGINT/SIGTERM close every session first).
 
@@ -546,13 +584,22 @@ def serve(
     socket at that path (the ``docker`` backend's way into a container without a network);
     with ``exit_with_fd``, the server exits when that pipe is closed (the ``process``
     backend passes ``fd`` and ``exit_with_fd``, the ``docker`` backend ``uds`` and
-    ``exit_with_fd``).
+    ``exit_with_fd``). With ``prepare``, each served env's one-time preparation (site installs...)
+    runs before the socket listens, so that no session pays for it.
     """
     import uvicorn
 
     app = create_app(
-        env_ids, max_sessions=max_sessions, session_ttl_s=session_ttl_s, max_body_bytes=max_body_bytes, inline=inline
+        env_ids,
+        max_sessions=max_sessions,
+        session_ttl_s=session_ttl_s,
+        max_body_bytes=max_body_bytes,
+        inline=inline,
+        family_concurrency=family_concurrency,
     )
+    if prepare:
+        for env_id in app.state.server.env_ids:
+            prepare_env(env_id, report=lambda line, env_id=env_id: print(f"preparing {env_id}: {line}", flush=True))
     sock = unix_socket(uds) if uds is not None else listening_socket(host, port, fd)
     # Keep-alive as long as an agent may think between steps: a RemoteEnv holds one connection.
     config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_keep_alive=600)
@@ -599,6 +646,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fd", type=int, help="serve on this inherited listening socket instead of --host/--port")
     parser.add_argument("--exit-with-fd", type=int, metavar="FD", help="exit when this inherited pipe closes")
     parser.add_argument("--uds", metavar="PATH", help="listen on a Unix socket at PATH instead of --host/--port")
+    parser.add_argument(
+        "--family-concurrency",
+        action="append",
+        metavar="FAMILY=N",
+        help="at most N sessions of a family (or ENV_ID=N) at once, over the family's own max_concurrency; repeatable",
+    )
+    parser.add_argument(
+        "--no-prepare", action="store_true", help="skip the envs' one-time preparation (site installs...) at start"
+    )
     parser.add_argument("--openapi", action="store_true", help="print the OpenAPI document (JSON) and exit")
 
 
@@ -612,6 +668,8 @@ def serve_from_args(args: argparse.Namespace) -> int:
         args.host,
         args.port,
         max_sessions=args.max_sessions,
+        family_concurrency=parse_limits(args.family_concurrency),
+        prepare=not args.no_prepare,
         session_ttl_s=args.session_ttl,
         max_body_bytes=args.max_body_bytes,
         inline=not args.no_inline,

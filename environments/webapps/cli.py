@@ -6,8 +6,10 @@
     agentgym webapps reset 3            # restore tenant 3 of every running site to the seeded state
     agentgym webapps stop               # stop every site and the PostgreSQL cluster
 
-The envs start the sites they need by themselves; this is for preparing a machine (or an image)
-ahead of an evaluation, and for looking at a site in a browser (``http://t0.shop.localhost:8701/``).
+The envs start the sites they need by themselves, and ``agentgym eval``/``agentgym prepare``
+bring an id's sites up before any episode (:func:`prepare`, the family's registered preparation);
+this is for preparing a machine (or an image) by hand, and for looking at a site in a browser
+(``http://t0.shop.localhost:8701/``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from agentgym.environments.webapps.env import registry, site_class
 from agentgym.environments.webapps.postgres import Postgres
@@ -28,6 +31,20 @@ def _sites(names: Sequence[str]) -> list[Site]:
     if unknown:
         raise SiteError(f"unknown sites {unknown}; the sites are {', '.join(known)}")
     return [site_class(name)() for name in (names or known)]
+
+
+def bring_up(sites: Sequence[Site], report: Callable[[str], None]) -> None:
+    """Install, seed and start ``sites`` where not done yet (minutes the first time), reporting each one's time."""
+    for site in sites:
+        start = time.perf_counter()
+        report(f"{site.name}: installing, seeding and starting where not done yet (minutes the first time) ...")
+        site.ensure_ready()
+        report(f"{site.name}: up in {time.perf_counter() - start:.1f} s at {site.base_url(0)}/ (tenant 0)")
+
+
+def prepare(env_id: str, kwargs: Mapping[str, Any], report: Callable[[str], None]) -> None:
+    """The family's one-time preparation (``register(..., prepare=...)``): bring up the sites ``env_id`` plays on."""
+    bring_up(_sites(kwargs.get("sites") or ()), report)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,10 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sites = _sites(args.sites)
         if args.command == "up":
-            for site in sites:
-                start = time.perf_counter()
-                site.ensure_ready()
-                print(f"{site.name}: up in {time.perf_counter() - start:.1f} s at {site.base_url(0)}/ (tenant 0)")
+            bring_up(sites, print)
         elif args.command == "status":
             print(f"home: {webapps_home()}")
             for site in sites:

@@ -7,6 +7,8 @@ from agentgym.registry import register, register_command
 #: original's human instructions), by the original convention: test = the first 500
 #: goals, dev = the next 1,000, train = the rest.
 SPLITS = TaskSplits(train=10_587, dev=1_000, test=500)
+#: Loads the catalog and builds its search index into the cache before any episode (~10 s for the default).
+_PREPARE = "agentgym.environments.webshop.engine:prepare"
 
 register(
     "WebShop-v0",
@@ -15,6 +17,7 @@ register(
     description="WebShop: search, pick options and buy; BM25 search, the original reward; generated catalog",
     splits=SPLITS,
     max_episode_steps=15,
+    prepare=_PREPARE,
 )
 
 register(
@@ -24,6 +27,7 @@ register(
     description="WebShop's website in headless Chromium: WebShop-v0's goals and reward, browser commands",
     splits=SPLITS,
     max_episode_steps=30,
+    prepare=_PREPARE,
 )
 
 register_command(

@@ -42,7 +42,8 @@ import os
 import random
 import re
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -206,6 +207,15 @@ def load_shop(
         if shop is None:
             shop = _SHOPS[resolved.name] = Shop(resolved, shared_index(resolved, cache_dir))
         return shop
+
+
+def prepare(env_id: str, kwargs: Mapping[str, Any], report: Callable[[str], None]) -> None:
+    """The family's one-time preparation (``register(..., prepare=...)``): load the id's catalog and
+    build its search index into the cache if it is not there (seconds to minutes, by catalog size)."""
+    started = time.perf_counter()
+    report("loading the catalog and its search index (built on first use) ...")
+    shop = load_shop(kwargs.get("catalog"), kwargs.get("num_products"), kwargs.get("cache_dir"))
+    report(f"catalog {shop.name} ready in {time.perf_counter() - started:.1f} s")
 
 
 @dataclass

@@ -130,13 +130,11 @@ def _sections(board: Leaderboard) -> list[Section]:
             f"Overall{group_note(board, number)}: macro average over {len(families)} families ({len(envs)} envs); "
             "95% interval: normal approximation, Agresti-Coull variance per env"
         )
-        cells = [_overall_cells(row) for row in members]
-        sections.append((title, _OVERALL_HEADERS, cells, {0, 4, 5, 6, 7, 8, 9, 10, 11}))
+        sections.append(_overall_section(board, title, members))
     unranked = [row for row in board.policies if row.group is None]
     if unranked:  # their totals, cost and times still count
         title = "Not ranked (no ok episode on an env whose task set all runs share)"
-        cells = [_overall_cells(row) for row in unranked]
-        sections.append((title, _OVERALL_HEADERS, cells, {0, 4, 5, 6, 7, 8, 9, 10, 11}))
+        sections.append(_overall_section(board, title, unranked))
     if len(board.families) > 1 and board.policies:
         headers, rows = _family_matrix(board)
         sections.append(("Success per family (macro over its envs)", headers, rows, set(range(1, len(headers)))))
@@ -163,6 +161,40 @@ def _sections(board: Leaderboard) -> list[Section]:
         headers = ("iteration", "sampling", "episodes", "success [95% CI]")
         sections.append((f"Training run {curve.label}: evaluations", headers, cells, {0, 2}))
     return sections
+
+
+def _overall_section(board: Leaderboard, title: str, members: Sequence[PolicySummary]) -> Section:
+    """An overall table; where a policy is ranked apart, a last column says why on its own line."""
+    notes = [apart_reason(board, row) for row in members]
+    cells: list[Sequence[str]] = [_overall_cells(row) for row in members]
+    headers: Sequence[str] = _OVERALL_HEADERS
+    if any(notes):
+        headers = (*headers, "why apart")
+        cells = [(*row, note) for row, note in zip(cells, notes)]
+    return (title, headers, cells, {0, 4, 5, 6, 7, 8, 9, 10, 11})
+
+
+def apart_reason(board: Leaderboard, summary: PolicySummary) -> str:
+    """Why ``summary`` is not ranked with the first group ("" when it is): the envs of group A it has
+    no ok episode on, and how many of its episodes there errored (and how to replay them)."""
+    if summary.group == 0 or not board.groups:
+        return ""
+    first = set(board.groups[0])
+    own = set(board.groups[summary.group]) if summary.group is not None else set()
+    missing, extra = first - own, own - first
+    errored = sum(
+        row.errored
+        for row in board.rows
+        if row.policy == summary.policy and row.action_format == summary.action_format and row.env in missing
+    )
+    parts = [f"no ok episode on {_some(missing)}"] if missing else []
+    if errored:
+        parts.append(f"{errored} errored there: `agentgym eval --retry-errors` replays them")
+    if extra:
+        parts.append(f"also plays {_some(extra)}")
+    if summary.group is None:
+        parts = parts or ["no ok episode on an env whose task set all runs share"]
+    return "; ".join(parts)
 
 
 def _rating(rating: Any) -> str:

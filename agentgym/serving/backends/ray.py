@@ -51,13 +51,13 @@ import queue
 import shutil
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any
 
 import gymnasium as gym
 
-from agentgym.registry import env_info
+from agentgym.registry import env_info, limit_key, max_concurrency
 from agentgym.serving.backends.local import make_local
 from agentgym.serving.calls import CALLS
 from agentgym.serving.client import ProxyEnv
@@ -168,26 +168,44 @@ def capacity(options: dict[str, Any]) -> int:
     return total
 
 
-def has_room(actors: list[tuple[str | None, str, dict[str, Any]]], env_id: str, kwargs: dict[str, Any]) -> bool:
+def has_room(
+    actors: list[tuple[str | None, str, dict[str, Any]]],
+    env_id: str,
+    kwargs: dict[str, Any],
+    limits: Mapping[str, int] | None = None,
+) -> bool:
     """Whether the cluster holds one more ray env of ``env_id`` beside ``actors`` (counting nothing else).
 
     ``actors``: ``(node_id, env_id, kwargs)`` of the envs a caller has on the cluster; node
     None for one still starting (then placed first, where it fits). Actors of dead nodes are
-    gone.
+    gone. A family's ``max_concurrency`` (or the user's ``limits``, by family or id) caps its
+    actors on each node: a node holding that many of them has no room for another.
     """
     free = {node["NodeID"]: dict(node["Resources"]) for node in ray.nodes() if node["Alive"]}
+    key, limit = limit_key(env_id, limits), max_concurrency(env_id, limits)
+    held = dict.fromkeys(free, 0)  # per node: actors counted under this env's limit
     starting = []
     for node_id, other_id, other_kwargs in actors:
         needs = _needs(actor_options(other_id, other_kwargs.get("ray_options")))
+        same = limit is not None and limit_key(other_id, limits) == key
         if node_id is None:
-            starting.append(needs)
+            starting.append((needs, same))
         elif node_id in free:
+            held[node_id] += same
             for name, amount in needs.items():
                 free[node_id][name] = free[node_id].get(name, 0.0) - amount
-    for needs in [*starting, _needs(actor_options(env_id, kwargs.get("ray_options")))]:
-        node_id = next((node_id for node_id, offered in free.items() if _fits(needs, offered)), None)
+    for needs, same in [*starting, (_needs(actor_options(env_id, kwargs.get("ray_options"))), limit is not None)]:
+        node_id = next(
+            (
+                node_id
+                for node_id, offered in free.items()
+                if _fits(needs, offered) and not (same and limit is not None and held[node_id] >= limit)
+            ),
+            None,
+        )
         if node_id is None:
             return False
+        held[node_id] += same
         for name, amount in needs.items():
             free[node_id][name] -= amount
     return True
