@@ -58,6 +58,9 @@ class BrowserEnv(TextEnv):
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    #: Where the page's element list starts in the text: a VLM shown the screenshot alone
+    #: (``ImageOptions(mode="screenshot")``) gets the text before it (instruction, feedback, tabs).
+    element_list_heading: ClassVar[str] = "Page:\n"
     #: The browser commands as tools, beside this module (a family's own ``tools.yaml`` is for its text envs).
     tool_file: ClassVar[str] = "browser_tools.yaml"
     max_observation_chars: ClassVar[int] = 40_000

@@ -7,10 +7,21 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import gymnasium as gym
+import numpy as np
 from gymnasium import spaces
 
 from agentgym.core import UnicodeText, observation_text
 from agentgym.tool_parsing import new_call_id, template_messages
+from agentgym.wrappers.vision import (
+    ImageOptions,
+    elide_images,
+    encode_screenshot,
+    image_part,
+    is_image_part,
+    scale_note,
+    text_part,
+    without_element_list,
+)
 
 Message = dict[str, Any]
 ActionFormat = Literal["text", "tools"]
@@ -33,7 +44,8 @@ NOT_EXECUTED = "Not executed: the environment executes one tool call per turn (s
 class MessagesSpace(spaces.Sequence):
     """Chat messages as a list, the shape chat APIs take.
 
-    A message has a string ``role`` and a string ``content``; an assistant message with
+    A message has a string ``role`` and a string ``content`` (or a list of OpenAI-style
+    content parts: ``text`` and ``image_url``); an assistant message with
     ``tool_calls`` may have ``content`` None, and a ``tool`` message carries its
     ``tool_call_id`` and ``name``. Gymnasium's :class:`~gymnasium.spaces.Sequence` only
     contains tuples; this one contains lists.
@@ -53,13 +65,29 @@ def _is_message(item: Any) -> bool:
     content, calls = item.get("content"), item.get("tool_calls")
     if calls is not None and not (isinstance(calls, list) and all(isinstance(call, Mapping) for call in calls)):
         return False
+    if isinstance(content, list):
+        return all(_is_part(part) for part in content)
     return isinstance(content, str) or (content is None and bool(calls))
+
+
+def _is_part(part: Any) -> bool:
+    if not isinstance(part, Mapping):
+        return False
+    return (part.get("type") == "text" and isinstance(part.get("text"), str)) or is_image_part(part)
 
 
 class ChatWrapper(gym.Wrapper[list[Message], Any, str, Any]):
     """Turn an episode into chat messages: system prompt, observations, replies.
 
-    Observations become user turns (their ``"text"`` for dict observations).
+    Observations become user turns (their ``"text"`` for dict observations). With
+    ``images=ImageOptions(mode="screenshot" or "both")`` an observation that carries a
+    ``"screenshot"`` becomes OpenAI-style content parts instead: the screenshot as an
+    ``image_url`` part (a base64 data URL, under the options' pixel budget) and the text
+    (without the page's element list in ``"screenshot"`` mode); only the last
+    ``keep_images`` images of :meth:`messages` are kept (see :mod:`agentgym.wrappers.vision`).
+    Observations without a screenshot, and every observation in the default ``"text"``
+    mode, are plain strings as before. In tools mode the screenshot follows the tool message
+    in a user message (tool messages carry text only).
 
     ``reset`` and ``step`` return as observation the messages to send to the model next:
     the system prompt, the first observation (it holds the task), and the later turns. With
@@ -96,6 +124,7 @@ class ChatWrapper(gym.Wrapper[list[Message], Any, str, Any]):
         system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
         history_window: int | None = None,
         action_format: ActionFormat = "text",
+        images: ImageOptions | None = None,
     ) -> None:
         super().__init__(env)
         if history_window is not None and history_window < 0:
@@ -107,6 +136,12 @@ class ChatWrapper(gym.Wrapper[list[Message], Any, str, Any]):
         self.system_prompt = system_prompt
         self.history_window = history_window
         self.action_format = action_format
+        #: What the model is shown of screen observations (text only by default).
+        self.images = images or ImageOptions()
+        #: The heading before the env's element list (dropped in ``"screenshot"`` mode), if it has one.
+        self._element_list_heading: str | None = getattr(env.unwrapped, "element_list_heading", None)
+        #: The screen size and the size its last screenshot was sent at (None before any image).
+        self.image_sizes: tuple[tuple[int, int], tuple[int, int]] | None = None
         #: The env's function tools in tools mode (``tools=`` of a chat request), else None.
         self.tools: list[dict[str, Any]] | None = None
         if action_format == "tools":
@@ -125,7 +160,7 @@ class ChatWrapper(gym.Wrapper[list[Message], Any, str, Any]):
     ) -> tuple[list[Message], dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
         self.transcript = [] if self.system_prompt is None else [_message("system", self.system_prompt)]
-        self.transcript.append(_message("user", observation_text(observation)))
+        self.transcript.append({"role": "user", "content": self._content(observation)})
         self._turn_starts = []
         return self.messages(), info
 
@@ -137,23 +172,41 @@ class ChatWrapper(gym.Wrapper[list[Message], Any, str, Any]):
         observation, reward, terminated, truncated, info = self.env.step(played)
         self._turn_starts.append(len(self.transcript))
         self.transcript.append(reply)
-        text = observation_text(observation)
+        content = self._content(observation)
         if not calls:
-            self.transcript.append(_message("user", text))
+            self.transcript.append({"role": "user", "content": content})
+        text = content if isinstance(content, str) else "\n".join(p["text"] for p in content if p["type"] == "text")
         for index, call in enumerate(calls or ()):
-            content = text if index == 0 else NOT_EXECUTED
+            result = text if index == 0 else NOT_EXECUTED
             name = call["function"]["name"]
-            self.transcript.append({"role": "tool", "tool_call_id": call["id"], "name": name, "content": content})
+            self.transcript.append({"role": "tool", "tool_call_id": call["id"], "name": name, "content": result})
+        if calls and not isinstance(content, str):
+            self.transcript.append({"role": "user", "content": [part for part in content if is_image_part(part)]})
         return self.messages(), reward, terminated, truncated, info
 
     def messages(self) -> list[Message]:
         """The prompt for the next reply: the transcript cut to the history window."""
         if self.history_window is None:
-            return list(self.transcript)
+            return elide_images(list(self.transcript), self.images.keep_images)
         head = 2 if self.system_prompt is not None else 1
         kept = self._turn_starts[len(self._turn_starts) - self.history_window :] if self.history_window else []
         start = kept[0] if kept else len(self.transcript)
-        return self.transcript[:head] + self.transcript[start:]
+        return elide_images(self.transcript[:head] + self.transcript[start:], self.images.keep_images)
+
+    def _content(self, observation: Any) -> str | list[dict[str, Any]]:
+        """A user turn's content: the observation's text, or (screenshot modes) its image and text parts."""
+        text = observation_text(observation)
+        pixels = observation.get("screenshot") if isinstance(observation, dict) else None
+        if not self.images.images or not isinstance(pixels, np.ndarray) or pixels.ndim != 3:
+            return text
+        url, sent = encode_screenshot(pixels, self.images)
+        screen = (int(pixels.shape[1]), int(pixels.shape[0]))
+        self.image_sizes = (screen, sent)
+        if self.images.mode == "screenshot":
+            text = without_element_list(text, self._element_list_heading)
+        note = scale_note(screen, sent)
+        text = f"{text}\n{note}" if text and note else text or note
+        return [image_part(url), text_part(text)] if text else [image_part(url)]
 
     def apply_chat_template(self, tokenizer: Any, messages: list[Message] | None = None, **kwargs: Any) -> Any:
         """``tokenizer.apply_chat_template`` of ``messages`` (default: :meth:`messages`) with this env's tools.
