@@ -163,6 +163,7 @@ def _eval_policy(
 
     from agentgym.evaluation.runner import run_eval
     from agentgym.llm.policies import make_policy, parse_spec
+    from agentgym.wrappers.vision import ImageOptions
 
     policy = make_policy(spec, **_policy_options(args, parse_spec(spec)[0]))
     out = out or base / _slug(policy.name)
@@ -188,6 +189,7 @@ def _eval_policy(
                 backend="ray" if args.ray is not None else args.backend,
                 suite=suite_name,
                 action_format=args.action_format,
+                images=ImageOptions(args.observation, args.max_pixels or None, args.keep_images),
                 on_plan=on_plan,
                 on_episode=lambda record: bars[0].update(1),
             )
@@ -366,6 +368,20 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("text", "tools"),
         help="how the model acts: text replies ('Action: ...') or native tool calls (see docs/tool-calls.md)",
     )
+    evaluate.add_argument(
+        "--observation",
+        default="text",
+        choices=("text", "screenshot", "both"),
+        help="what a VLM sees of screen envs: text only, the screenshot (and the text without the page's element "
+        "list), or both (see docs/vlm.md)",
+    )
+    evaluate.add_argument(
+        "--max-pixels",
+        type=int,
+        default=1024 * 768,
+        help="image budget: larger screenshots are scaled down to this many pixels, aspect kept (0: no limit)",
+    )
+    evaluate.add_argument("--keep-images", type=int, help="send only the last K screenshots of an episode")
     evaluate.add_argument("--system-prompt-file", help="file with the system prompt")
     evaluate.add_argument("--env-timeout", type=float, default=120.0, help="seconds an env call may take")
     evaluate.add_argument(

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import itertools
 import queue
 import threading
 import time
@@ -47,6 +48,7 @@ from agentgym.llm.policies.base import Episode, Policy
 from agentgym.registry import env_info, inline_safe
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat, ChatWrapper
 from agentgym.wrappers.screenshots import ScreenshotRecorder
+from agentgym.wrappers.vision import ImageOptions, replace_images, screenshot_kwargs
 
 #: ``info`` keys a turn record leaves out: the episode record holds them once.
 REDUNDANT_INFO = ("task_id", "split", "instruction", "steps")
@@ -161,8 +163,10 @@ class EnvHost:
         timeout_s: float,
         backend: str | None = None,
         action_format: ActionFormat = "text",
+        images: ImageOptions | None = None,
     ):
         self.item = item
+        self.images = images or ImageOptions()
         self.action_format = action_format
         self.kwargs = item.kwargs if backend is None else {**item.kwargs, "backend": backend}
         self.timeout_s = timeout_s
@@ -177,8 +181,11 @@ class EnvHost:
 
         def make() -> ChatWrapper:
             limit = {"max_episode_steps": self.item.max_turns} if self.item.max_turns else {}
-            env = gym.make(self.item.env, **limit, **self.kwargs)
-            return ChatWrapper(ScreenshotRecorder(env), self._system_prompt, self._history_window, self.action_format)
+            screen = screenshot_kwargs(self.item.env) if self.images.images else {}
+            env = gym.make(self.item.env, **limit, **{**screen, **self.kwargs})
+            return ChatWrapper(
+                ScreenshotRecorder(env), self._system_prompt, self._history_window, self.action_format, self.images
+            )
 
         self.chat = await self.call(make)
 
@@ -239,8 +246,10 @@ class Runner:
         env_timeout_s: float = 120.0,
         backend: str | None = None,
         action_format: ActionFormat = "text",
+        images: ImageOptions | None = None,
     ) -> None:
         self.policy = policy
+        self.images = images
         self.action_format = action_format
         self.folder = folder
         self.system_prompt = system_prompt
@@ -286,7 +295,9 @@ class Runner:
         finally:
             if host is not None:
                 await self._release(host, broken)
-        record.messages = list(record.messages)
+        # Images are kept in the record as their screenshot files (OUT/screenshots/...), not as data URLs.
+        saved = [path for path in record.screenshots or () if path]
+        record.messages = replace_images(list(record.messages), itertools.chain(saved, itertools.repeat(None)))
         if record.status == "error":
             record.success, record.score = False, 0.0
         record.wall_s = time.perf_counter() - clock
@@ -308,7 +319,13 @@ class Runner:
                 else:
                     await self._changed.wait()
             host = EnvHost(
-                item, self.system_prompt, self.history_window, self.env_timeout_s, self.backend, self.action_format
+                item,
+                self.system_prompt,
+                self.history_window,
+                self.env_timeout_s,
+                self.backend,
+                self.action_format,
+                self.images,
             )
             self._hosts.add(host)
         try:
@@ -424,6 +441,7 @@ def run_description(
     history_window: int | None,
     suite: str | None,
     action_format: ActionFormat = "text",
+    images: ImageOptions | None = None,
 ) -> dict[str, Any]:
     """The ``run.json`` of an eval: enough to resume it and to label it on a leaderboard."""
     return {
@@ -436,6 +454,8 @@ def run_description(
         "system_prompt": system_prompt,
         "history_window": history_window,
         "action_format": action_format,
+        # What a VLM is shown of screen envs (mode text: nothing but text, as for text models).
+        "observation": (images or ImageOptions()).describe(),
         "items": [asdict(item) for item in items],
         # Each id's committed task-set fingerprint (None: exempt or unrecorded); see agentgym.evaluation.fingerprint.
         "env_fingerprints": {item.env: recorded_fingerprint(item.env) for item in items},
@@ -459,6 +479,7 @@ async def run_eval(
     on_episode: Callable[[EpisodeRecord], None] | None = None,
     on_plan: Callable[[int, int], None] | None = None,
     action_format: ActionFormat = "text",
+    images: ImageOptions | None = None,
 ) -> RunStats:
     """Run (or resume) an evaluation into ``out``; returns what this invocation did.
 
@@ -466,7 +487,9 @@ async def run_eval(
     already_done)`` is called once before playing (for a progress bar), ``on_episode(record)``
     after each finished episode. ``action_format`` ``"tools"`` plays native tool calls: the
     policy is offered each env's function tools and its tool calls are the actions (see
-    :class:`~agentgym.wrappers.chat.ChatWrapper`); ``run.json`` records it.
+    :class:`~agentgym.wrappers.chat.ChatWrapper`); ``run.json`` records it. ``images``
+    (:class:`~agentgym.wrappers.vision.ImageOptions`) sends screen envs' screenshots to the policy
+    as image content parts (browser envs are made with ``screenshot=True``); ``run.json`` records them.
     """
     if action_format == "tools" and system_prompt == DEFAULT_SYSTEM_PROMPT:
         system_prompt = DEFAULT_TOOLS_SYSTEM_PROMPT  # the text prompt asks for 'Action:' lines
@@ -479,6 +502,7 @@ async def run_eval(
         history_window=history_window,
         suite=suite,
         action_format=action_format,
+        images=images,
     )
     planned = plan(items, seed)
     runner = Runner(
@@ -489,6 +513,7 @@ async def run_eval(
         env_timeout_s=env_timeout_s,
         backend=backend,
         action_format=action_format,
+        images=images,
     )
     steps = 0
 

@@ -136,7 +136,7 @@ def without_element_list(text: str, heading: str | None) -> str:
     """``text`` up to the env's element-list heading (e.g. a browser's ``"Page:\\n"``), or all of it."""
     if not heading:
         return text
-    at = 0 if text.startswith(heading) else text.find("\n" + heading)
+    at = text.find(heading)  # the list ends the text; the first heading starts it
     return text if at < 0 else text[:at].rstrip()
 
 
@@ -244,8 +244,12 @@ def screenshot_kwargs(env_id: str) -> dict[str, Any]:
     from agentgym.registry import env_info
 
     creator = load_env_creator(env_info(env_id).entry_point)
-    try:
-        parameters = inspect.signature(creator).parameters
-    except (TypeError, ValueError):
-        return {}
-    return {"screenshot": True} if "screenshot" in parameters else {}
+    # A class's own __init__ may pass the switch on in **kwargs: look up its bases too.
+    functions = [cls.__init__ for cls in creator.__mro__] if isinstance(creator, type) else [creator]
+    for function in functions:
+        try:
+            if "screenshot" in inspect.signature(function).parameters:
+                return {"screenshot": True}
+        except (TypeError, ValueError):
+            continue
+    return {}

@@ -33,8 +33,9 @@ episodes are not summed and the gap between a run and its resumption is not coun
 and **episode time** (the sum of its episodes' own durations: the compute they took).
 
 **Policies** are named by each episode's ``policy`` (else the run's ``policy_info.name``)
-and the run's ``action_format`` (``text`` when absent): the same model prompted with
-native tools is another row. One policy may be spread over several runs.
+and the run's ``action_format`` (``text`` when absent) with its observation mode where
+it was shown screenshots (:func:`action_format`): the same model prompted with native
+tools, or shown screenshots, is another row. One policy may be spread over several runs.
 
 **Fingerprints.** A run's ``run.json`` may hold ``env_fingerprints`` (env id -> the hash
 of its task set, or null). When runs disagree on a non-null fingerprint of one env id,
@@ -366,8 +367,18 @@ def policy_name(run: dict[str, Any]) -> str:
 
 
 def action_format(run: dict[str, Any]) -> str:
-    """How a run's policy acted: ``"text"`` (a reply parsed for its action; the default) or ``"tools"``."""
-    return str(run.get("action_format") or "text")
+    """How a run's policy acted: ``"text"`` (a reply parsed for its action; the default) or ``"tools"``,
+    and, where it was shown screenshots, what it saw: ``"text+screenshot[786432px]"`` (the observation
+    mode and the image budget in pixels, and ``keep K`` where only the last K images were sent)."""
+    fmt = str(run.get("action_format") or "text")
+    observation = run.get("observation") or {}
+    mode = observation.get("mode", "text")
+    if mode == "text":
+        return fmt
+    budget = [f"{observation['max_pixels']}px" if observation.get("max_pixels") else "full size"]
+    if observation.get("keep_images") is not None:
+        budget.append(f"keep {observation['keep_images']}")
+    return f"{fmt}+{mode}[{','.join(budget)}]"
 
 
 def family_of(env_id: str) -> str:
