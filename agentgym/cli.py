@@ -1,4 +1,5 @@
-"""The ``agentgym`` command line: list, info, play, eval, arena, leaderboard, serve, serve-model, train."""
+"""The ``agentgym`` command line: list, info, play, eval, prepare, arena, leaderboard, serve, serve-model, train,
+new-family."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import gymnasium as gym
 
 from agentgym.core import observation_text
 from agentgym.evaluation.table import format_table
-from agentgym.registry import UnknownEnvError, env_info, list_commands, list_envs
+from agentgym.registry import UnknownEnvError, env_info, list_commands, list_envs, parse_limits
 from agentgym.serving.server import SERVE_HELP, serve_from_args
 from agentgym.serving.server import add_arguments as add_serve_arguments
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
@@ -110,19 +111,8 @@ def _play(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from agentgym.evaluation.leaderboard import collect, format_terminal
-    from agentgym.evaluation.runner import EvalItem
-    from agentgym.evaluation.suites import load_suite
 
-    if bool(args.env) == bool(args.suite):
-        raise UsageError("give --env ID (repeatable) or --suite NAME, not both")
-    if args.suite:
-        suite = load_suite(args.suite)
-        items, suite_name = suite.items, suite.name
-        if args.max_turns is not None:
-            items = [dataclasses.replace(item, max_turns=args.max_turns) for item in items]
-    else:
-        items = [EvalItem(env_info(env_id).id, args.episodes, args.split, args.max_turns) for env_id in args.env]
-        suite_name = None
+    items, suite_name = _items(args)
     specs = args.policy or ["oracle"]
     if args.ray is not None and args.backend is not None:
         raise UsageError("give --backend or --ray, not both (--ray runs the envs on the ray backend)")
@@ -138,6 +128,49 @@ def _eval(args: argparse.Namespace) -> int:
         folders.append(folder)
     print()
     print(format_terminal(collect(folders)))
+    return 0
+
+
+def _items(args: argparse.Namespace) -> tuple[list, str | None]:
+    """The eval items of ``--env``/``--suite`` (with ``--episodes``, ``--split``, ``--max-turns``); the suite name."""
+    from agentgym.evaluation.runner import EvalItem
+    from agentgym.evaluation.suites import load_suite
+
+    if bool(args.env) == bool(args.suite):
+        raise UsageError("give --env ID (repeatable) or --suite NAME, not both")
+    if args.suite:
+        suite = load_suite(args.suite)
+        items = suite.items
+        if args.max_turns is not None:
+            items = [dataclasses.replace(item, max_turns=args.max_turns) for item in items]
+        return items, suite.name
+    return [EvalItem(env_info(env_id).id, args.episodes, args.split, args.max_turns) for env_id in args.env], None
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    from agentgym.evaluation.preparation import prepare_items
+
+    if args.suite_name and args.suite:
+        raise UsageError("give the suite as SUITE or --suite, not both")
+    args.suite = args.suite or args.suite_name
+    args.episodes, args.split, args.max_turns = 1, "test", None
+    items, _ = _items(args)
+    failed = prepare_items(items, args.backend, lambda line: print(line, flush=True))
+    problems = {label: reason for label, reason in failed.items() if reason}
+    failures = f"; failed: {', '.join(problems)}" if problems else ""
+    print(f"{len(failed) - len(problems)} of {len(failed)} envs ready{failures}")
+    return 1 if problems else 0
+
+
+def _new_family(args: argparse.Namespace) -> int:
+    from agentgym.scaffold import FamilyNames, scaffold_family
+
+    try:
+        folder = scaffold_family(args.name, Path(args.dir) if args.dir else None)
+    except FileExistsError as error:
+        raise UsageError(str(error)) from None
+    family = FamilyNames.of(args.name).family
+    print(f"wrote {folder}; next: pip install -e {folder} && agentgym list --family {family}")
     return 0
 
 
@@ -192,6 +225,10 @@ def _eval_policy(
                 images=ImageOptions(args.observation, args.max_pixels or None, args.keep_images),
                 on_plan=on_plan,
                 on_episode=lambda record: bars[0].update(1),
+                prepare=not args.no_prepare,
+                on_prepare=lambda line: print(line, file=sys.stderr, flush=True),
+                infra_retries=args.infra_retries,
+                family_concurrency=parse_limits(args.family_concurrency),
             )
         finally:
             await policy.aclose()
@@ -356,6 +393,22 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--max-turns", type=int, help="turn limit (default: each env's own)")
     evaluate.add_argument("--concurrency", type=int, default=64, help="episodes in flight")
     evaluate.add_argument(
+        "--family-concurrency",
+        action="append",
+        metavar="FAMILY=N",
+        help="at most N episodes of a family (or ENV_ID=N: of an id) in flight, over the family's own limit "
+        "(`agentgym info ID` shows it); repeatable",
+    )
+    evaluate.add_argument(
+        "--infra-retries",
+        type=int,
+        default=2,
+        help="replays of an episode whose env's infrastructure failed (a site that did not answer, a crashed env)",
+    )
+    evaluate.add_argument(
+        "--no-prepare", action="store_true", help="skip the envs' one-time preparation before the episodes"
+    )
+    evaluate.add_argument(
         "--out",
         help="results folder of the one policy; with several, their parent (default: results/<suite or envs>/<policy>)",
     )
@@ -404,6 +457,22 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
     evaluate.set_defaults(run=_eval)
+
+    prepare = commands.add_parser(
+        "prepare", help="do the envs' slow one-time preparation (site installs, index builds) now, not in an eval"
+    )
+    prepare.add_argument("suite_name", nargs="?", metavar="SUITE", help="suite name (quick, full) or .yaml path")
+    prepare.add_argument("--suite", help=argparse.SUPPRESS)
+    prepare.add_argument("--env", action="append", help="env id (repeatable), instead of a suite")
+    prepare.add_argument("--backend", choices=("local", "process", "docker"), help="as `agentgym eval --backend`")
+    prepare.set_defaults(run=_prepare)
+
+    new_family = commands.add_parser(
+        "new-family", help="write a ready plugin package for a new env family (installs with pip; see docs/plugins.md)"
+    )
+    new_family.add_argument("name", help="the family's name, e.g. 'guess' or 'my-puzzle'")
+    new_family.add_argument("--dir", help="where to write the package folder (default: ./agentgym-NAME)")
+    new_family.set_defaults(run=_new_family)
 
     arena = commands.add_parser("arena", help="round-robin matches between policies in a game, with ratings")
     arena.add_argument("game", help="game id, e.g. TicTacToe-v0 (see `agentgym list --games`)")

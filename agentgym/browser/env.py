@@ -8,7 +8,8 @@ Action: one command of :data:`~.browser.ACTION_SYNTAX`, e.g. ``click(12)`` or
 ``type(4, "hello")``; a command that cannot be parsed, or names an element that is not on
 the page, is invalid (feedback, reward 0). ``info`` adds ``url`` and ``browser_error``: when
 the page times out, hangs or crashes, the tab is recycled, ``browser_error`` says what
-happened and the episode ends unsuccessfully (it cannot go on faithfully).
+happened and the episode ends unsuccessfully (it cannot go on faithfully); ``info["infra_error"]``
+says the same, so that the evaluation runner plays the episode again instead of scoring it.
 
 :class:`LiveSiteEnv` points the browser at a user-given URL with a task text and an optional
 checker (for self-hosted WebArena-style sites); it is not registered (no task set).
@@ -37,7 +38,7 @@ from agentgym.browser.page import (
     perform,
     serialise,
 )
-from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
+from agentgym.core import INFRA_ERROR_KEY, InvalidAction, TaskSplits, TextEnv, UnicodeText
 
 #: Whether the element with this id is (in) a link that opens a new tab.
 _OPENS_TAB_JS = """bid => {
@@ -256,6 +257,8 @@ class BrowserEnv(TextEnv):
     def _info(self, command: str, invalid: bool) -> dict[str, Any]:
         info = super()._info(command, invalid)
         info["browser_error"] = self.browser_error
+        if self.browser_error:  # the page or browser failed, not the agent: runners retry the episode
+            info[INFRA_ERROR_KEY] = f"browser: {self.browser_error}"
         return info
 
     def close(self) -> None:

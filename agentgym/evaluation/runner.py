@@ -17,6 +17,16 @@ actor that dies, alone or with its node, fails its episode like a crashed env: i
 ``"error"`` (``--retry-errors`` plays it again) and the run goes on with the other actors.
 Each record holds the ``node_id`` of the Ray node its env ran on (None for other backends).
 
+**Before the episodes** every env of the run that declares a one-time preparation (site installs,
+index builds) is prepared, outside every episode's timeout, with progress reported
+(:mod:`agentgym.evaluation.preparation`). **Infrastructure failures** are not the policy's: an
+attempt whose env raised, timed out, or ended the episode with ``info["infra_error"]`` (a page
+that did not answer) is played again on a fresh env, up to ``infra_retries`` times; the record's
+``retries`` says why each earlier attempt was abandoned, and only a failure of the last attempt
+errors the episode. **Per-family limits**: a family that declares ``max_concurrency`` (or that the
+user limits) never has more episodes in flight than that, whatever ``concurrency`` says; on Ray the
+limit holds per node.
+
 Each episode becomes an :class:`~agentgym.evaluation.records.EpisodeRecord` (its fields:
 docs/results.md); :func:`~agentgym.evaluation.results.play_missing` is the resume-and-worker
 loop (skip what the folder holds, ``concurrency`` workers, append each record as it finishes).
@@ -31,7 +41,7 @@ import itertools
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from functools import partial
@@ -41,7 +51,9 @@ from typing import Any
 import gymnasium as gym
 
 import agentgym
+from agentgym.core import INFRA_ERROR_KEY
 from agentgym.evaluation.fingerprint import recorded_fingerprint
+from agentgym.evaluation.preparation import family_limits, interleave, limit_key, prepare_items
 from agentgym.evaluation.records import EpisodeRecord, Tokens, Turn
 from agentgym.evaluation.results import Tally, episode_key, play_missing
 from agentgym.llm.policies.base import Episode, Policy
@@ -90,6 +102,10 @@ class PlannedEpisode:
 
 class EnvFailure(RuntimeError):
     """An env call raised or exceeded its timeout; the env is not used again."""
+
+
+class InfraFailure(EnvFailure):
+    """The env ended the episode reporting a failure of its infrastructure (``info["infra_error"]``)."""
 
 
 def stable_seed(*parts: object) -> int:
@@ -247,8 +263,16 @@ class Runner:
         backend: str | None = None,
         action_format: ActionFormat = "text",
         images: ImageOptions | None = None,
+        infra_retries: int = 2,
+        retry_delay_s: float = 1.0,
+        family_concurrency: Mapping[str, int] | None = None,
     ) -> None:
         self.policy = policy
+        self.infra_retries = infra_retries
+        self.retry_delay_s = retry_delay_s
+        #: The user's per-family (or per-id) concurrency limits, over the families' own.
+        self.family_concurrency = dict(family_concurrency or {})
+        self._slots: dict[str, asyncio.Semaphore] = {}
         self.images = images
         self.action_format = action_format
         self.folder = folder
@@ -268,8 +292,44 @@ class Runner:
         self._pools.clear()
 
     async def play(self, planned: PlannedEpisode, worker: int = 0) -> EpisodeRecord:
-        """One episode, start to end; failures become an ``"error"`` record, never an exception."""
+        """One episode, start to end; failures become an ``"error"`` record, never an exception.
+
+        An attempt that meets an infrastructure failure is played again on a fresh env (after
+        ``retry_delay_s`` times the attempt number), up to ``infra_retries`` times; policy errors are not retried.
+        """
         started, clock = _now(), time.perf_counter()
+        retries: list[str] = []
+        async with self._slot(planned.item):
+            for attempt in range(self.infra_retries + 1):
+                record, failure = await self._attempt(planned)
+                if failure is None or attempt == self.infra_retries:
+                    break
+                retries.append(failure)
+                await asyncio.sleep(self.retry_delay_s * (attempt + 1))
+        record.retries = retries
+        record.started = started
+        record.wall_s = time.perf_counter() - clock
+        return record
+
+    def _slot(self, item: EvalItem) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Held while an episode of ``item`` is in flight: its family's semaphore where it has a limit.
+
+        On Ray the limit is per node, kept where actors are placed (:meth:`_room_for`).
+        """
+        if self._backend(item) == "ray":
+            return contextlib.nullcontext()
+        key = limit_key(item.env, self.family_concurrency)
+        if key not in self._slots:
+            limit = family_limits([item.env], self.family_concurrency).get(key)
+            if limit is None:
+                return contextlib.nullcontext()
+            self._slots[key] = asyncio.Semaphore(limit)
+        return self._slots[key]
+
+    async def _attempt(self, planned: PlannedEpisode) -> tuple[EpisodeRecord, str | None]:
+        """One attempt at an episode: its record, and why the env's infrastructure failed (None if it did not)."""
+        started, clock = _now(), time.perf_counter()
+        failed: str | None = None
         record = EpisodeRecord(
             key=planned.key,
             env=planned.item.label,
@@ -289,7 +349,7 @@ class Runner:
             await self._play_turns(host, planned, record)
         except EnvFailure as failure:
             record.status, record.error = "error", str(failure)
-            broken = True
+            failed, broken = str(failure), True
         except Exception as error:  # the policy failed; the env is still sound
             record.status, record.error = "error", f"policy {type(error).__name__}: {error}"
         finally:
@@ -301,7 +361,7 @@ class Runner:
         if record.status == "error":
             record.success, record.score = False, 0.0
         record.wall_s = time.perf_counter() - clock
-        return record
+        return record, failed
 
     async def _acquire(self, item: EvalItem) -> EnvHost:
         """A free env of ``item``; a new one if there is room for it, after closing a free env of
@@ -364,7 +424,7 @@ class Runner:
             return True
         from agentgym.serving.backends.ray import has_room
 
-        return await asyncio.to_thread(has_room, actors, item.env, item.kwargs)
+        return await asyncio.to_thread(has_room, actors, item.env, item.kwargs, self.family_concurrency)
 
     async def _play_turns(self, host: EnvHost, planned: PlannedEpisode, record: EpisodeRecord) -> None:
         chat = host.chat
@@ -419,6 +479,8 @@ class Runner:
         record.score = float(info.get("score", 0.0))
         record.steps = len(turns)
         record.terminated, record.truncated = terminated, truncated
+        if info.get(INFRA_ERROR_KEY):
+            raise InfraFailure(f"the env's infrastructure failed: {info[INFRA_ERROR_KEY]}")
 
 
 def _file_name(key: str) -> str:
@@ -480,6 +542,10 @@ async def run_eval(
     on_plan: Callable[[int, int], None] | None = None,
     action_format: ActionFormat = "text",
     images: ImageOptions | None = None,
+    prepare: bool = True,
+    on_prepare: Callable[[str], None] | None = None,
+    infra_retries: int = 2,
+    family_concurrency: Mapping[str, int] | None = None,
 ) -> RunStats:
     """Run (or resume) an evaluation into ``out``; returns what this invocation did.
 
@@ -490,6 +556,10 @@ async def run_eval(
     :class:`~agentgym.wrappers.chat.ChatWrapper`); ``run.json`` records it. ``images``
     (:class:`~agentgym.wrappers.vision.ImageOptions`) sends screen envs' screenshots to the policy
     as image content parts (browser envs are made with ``screenshot=True``); ``run.json`` records them.
+
+    With ``prepare``, every env's one-time preparation runs first (``on_prepare(line)`` gets its
+    progress). ``infra_retries`` bounds the replays of an episode whose env's infrastructure failed;
+    ``family_concurrency`` (family or id -> N) overrides the families' declared limits.
     """
     if action_format == "tools" and system_prompt == DEFAULT_SYSTEM_PROMPT:
         system_prompt = DEFAULT_TOOLS_SYSTEM_PROMPT  # the text prompt asks for 'Action:' lines
@@ -505,6 +575,10 @@ async def run_eval(
         images=images,
     )
     planned = plan(items, seed)
+    if family_limits({item.env for item in items}, family_concurrency):  # no capped family at the queue's head
+        planned = interleave(planned, key=lambda episode: limit_key(episode.item.env, family_concurrency))
+    if prepare:
+        await asyncio.to_thread(prepare_items, items, backend, on_prepare or (lambda line: None))
     runner = Runner(
         policy,
         Path(out),
@@ -514,6 +588,8 @@ async def run_eval(
         backend=backend,
         action_format=action_format,
         images=images,
+        infra_retries=infra_retries,
+        family_concurrency=family_concurrency,
     )
     steps = 0
 
