@@ -31,6 +31,7 @@ from jinja2 import TemplateError
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from agentgym.tool_parsing import template_messages
+from agentgym.wrappers.vision import count_images
 
 FinishReason = Literal["stop", "length"]
 
@@ -198,28 +199,36 @@ class Generator:
             attention_mask[i, width - len(prompt) :] = 1
         input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        self._sample_rows(
+            rows, {"input_ids": input_ids, "attention_mask": attention_mask, "position_ids": position_ids}
+        )
+        return self._completions(rows, prompts)
+
+    def _sample_rows(self, rows: list[_Row], inputs: dict[str, Any]) -> None:
+        """Sample every row to its end: ``inputs`` is the first forward pass's (the prompts'); each
+        later pass feeds one token per row, with the attention mask and positions grown by one
+        where ``inputs`` has them (without them the model counts positions from its cache)."""
         cache = None
         while True:
-            output = self.model(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                position_ids=position_ids,
-                past_key_values=cache,
-                use_cache=True,
-                logits_to_keep=1,
-            )
+            output = self.model(**inputs, past_key_values=cache, use_cache=True, logits_to_keep=1)
             cache = output.past_key_values
             tokens, logprobs = self._next_tokens(output.logits[:, -1], rows)
             for row, token, logprob in zip(rows, tokens, logprobs):
                 if row.finish_reason is None:
                     self._append(row, token, logprob)
             if all(row.finish_reason is not None for row in rows):
-                break
+                return
             # Finished rows are fed padding until the whole batch is done.
             next_ids = [self.pad_token_id if row.finish_reason else token for row, token in zip(rows, tokens)]
-            input_ids = torch.tensor(next_ids, device=self.device)[:, None]
-            attention_mask = torch.cat([attention_mask, attention_mask.new_ones((len(rows), 1))], dim=-1)
-            position_ids = position_ids[:, -1:] + 1
+            step: dict[str, Any] = {"input_ids": torch.tensor(next_ids, device=self.device)[:, None]}
+            if "attention_mask" in inputs:
+                mask = inputs["attention_mask"]
+                step["attention_mask"] = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=-1)
+            if "position_ids" in inputs:
+                step["position_ids"] = inputs["position_ids"][:, -1:] + 1
+            inputs = step
+
+    def _completions(self, rows: list[_Row], prompts: Sequence[list[int]]) -> list[Completion]:
         return [
             Completion(
                 text=row.text if row.text is not None else self._decode(row.token_ids),
@@ -235,6 +244,8 @@ class Generator:
         for message in messages:
             if not (isinstance(message, Mapping) and isinstance(message.get("role"), str)):
                 raise RequestError(f"a message must have a string role and content, got {message!r}")
+            if isinstance(message.get("content"), list) and count_images([message]):
+                raise RequestError("this model takes no images: it is a text model, not a vision-language model")
             # Content may be left out only by an assistant message that calls tools.
             if not isinstance(message.get("content"), str) and not (
                 message.get("content") is None and message.get("tool_calls")

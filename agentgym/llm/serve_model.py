@@ -19,6 +19,10 @@ reply's ``<tool_call>`` JSON blocks (the Hermes / Qwen convention) come back as 
 ``"none"`` leaves the text as it is. Messages may carry ``tool_calls`` (arguments as a JSON
 string or an object) and ``tool`` results with their ``tool_call_id``.
 
+Vision-language models (a folder whose config has a ``vision_config``; :mod:`agentgym.llm.vision`)
+take ``image_url`` content parts with base64 data URLs; ``usage.prompt_tokens`` counts their image
+tokens. An image that is not base64, not an image, or too large is a 400 that says which.
+
 A chat request with ``stream: true`` gets the finished reply as OpenAI's server-sent
 chunks (one delta with the whole message, one with the finish reason, the usage when
 ``stream_options.include_usage`` asks for it, then ``[DONE]``): clients that always
@@ -52,6 +56,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from agentgym.llm.generation import Batcher, Completion, Generator, Request, RequestError, SamplingParams
+from agentgym.llm.vision import VisionGenerator, load_generator
 from agentgym.tool_parsing import parse_tool_calls
 
 
@@ -61,6 +66,14 @@ class TokenPrompt(tuple):
 
 class ServedGenerator(Generator):
     """A ``Generator`` that also takes ``TokenPrompt`` prompts, checked against the vocabulary and context."""
+
+    @classmethod
+    def serving(cls, generator: Generator, model: torch.nn.Module | None = None) -> Generator:
+        """The served generator of ``generator``'s model (or ``model``, e.g. with a LoRA adapter merged)."""
+        model = generator.model if model is None else model
+        if isinstance(generator, VisionGenerator):
+            return ServedVisionGenerator(model, generator.processor)
+        return cls(model, generator.tokenizer)
 
     def encode(self, request: Request) -> list[int]:
         if not isinstance(request.prompt, TokenPrompt):
@@ -76,6 +89,10 @@ class ServedGenerator(Generator):
         if self.context_length is None and request.params.max_new_tokens is None:
             raise RequestError("max_tokens is required: the model's context length is unknown")
         return ids
+
+
+class ServedVisionGenerator(ServedGenerator, VisionGenerator):
+    """A ``VisionGenerator`` that also takes ``TokenPrompt`` prompts (text only)."""
 
 
 _ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowedError", 500: "InternalServerError"}
@@ -94,6 +111,20 @@ class TextPart(BaseModel):
 
     type: Literal["text"]
     text: str
+
+
+class ImageURL(BaseModel):
+    """The image of an ``image_url`` part: a ``data:image/...;base64,`` URL (remote URLs are not fetched)."""
+
+    url: str
+    detail: str | None = None
+
+
+class ImagePart(BaseModel):
+    """An image part of a message's content (vision-language models only)."""
+
+    type: Literal["image_url"]
+    image_url: ImageURL
 
 
 class FunctionCall(BaseModel):
@@ -127,10 +158,10 @@ class Tool(BaseModel):
 
 
 class ChatMessage(BaseModel):
-    """A chat message; content parts are joined into one string."""
+    """A chat message; text parts are joined into one string, unless the content has images."""
 
     role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[TextPart] | None = None
+    content: str | list[TextPart | ImagePart] | None = None
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
     name: str | None = None
@@ -138,12 +169,15 @@ class ChatMessage(BaseModel):
     def text(self) -> str:
         """The content as one string."""
         if isinstance(self.content, list):
-            return "\n".join(part.text for part in self.content)
+            return "\n".join(part.text for part in self.content if isinstance(part, TextPart))
         return self.content or ""
 
     def for_template(self) -> dict[str, Any]:
-        """The message as a chat template takes it: content as one string (None beside tool calls)."""
+        """The message as a chat template takes it: content as one string (None beside tool calls),
+        or, where it has images, its parts (OpenAI's shape, for the model's processor)."""
         message: dict[str, Any] = {"role": self.role, "content": self.text()}
+        if isinstance(self.content, list) and any(isinstance(part, ImagePart) for part in self.content):
+            message["content"] = [part.model_dump(exclude_none=True) for part in self.content]
         if self.tool_calls:
             message["content"] = self.text() or None
             message["tool_calls"] = [call.model_dump() for call in self.tool_calls]
@@ -207,7 +241,7 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
     The app's ``state.batcher`` batches the base model's requests, ``state.adapters`` maps
     each loaded LoRA adapter's name to its batcher; they stop when the app shuts down.
     """
-    served = ServedGenerator(generator.model, generator.tokenizer)
+    served = ServedGenerator.serving(generator)
     batcher = Batcher(served, max_batch_size, batch_wait_ms)
     adapters: dict[str, Batcher] = {}
     created = int(time.time())
@@ -361,7 +395,7 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
             merged = await asyncio.to_thread(_merge_adapter, generator, body.lora_path)
         except (OSError, ValueError) as error:
             raise APIError(400, f"cannot load the LoRA adapter at {body.lora_path}: {error}", "lora_path") from error
-        adapters[body.lora_name] = Batcher(ServedGenerator(merged, generator.tokenizer), max_batch_size, batch_wait_ms)
+        adapters[body.lora_name] = Batcher(ServedGenerator.serving(generator, merged), max_batch_size, batch_wait_ms)
         return Response(f"Success: LoRA adapter '{body.lora_name}' added successfully.", media_type="text/plain")
 
     @app.post("/v1/unload_lora_adapter")
@@ -397,7 +431,7 @@ def serve(
 
     ``model_name`` (default: the folder's name) is the ``model`` that requests name.
     """
-    generator = Generator.from_pretrained(path, device=device, dtype=dtype)
+    generator = load_generator(path, device=device, dtype=dtype)
     app = create_app(generator, model_name or Path(path).resolve().name, max_batch_size, batch_wait_ms)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 

@@ -200,9 +200,15 @@ def content_text(content: Any) -> str:
     return ""
 
 
-def decode_image(url: str, max_bytes: int = MAX_IMAGE_BYTES, max_pixels: int = MAX_IMAGE_PIXELS) -> Any:
-    """The RGB ``PIL.Image`` of a ``data:image/...;base64,`` URL; :class:`ImageError` says what is wrong."""
+def decode_image(url: str, max_bytes: int | None = None, max_pixels: int | None = None) -> Any:
+    """The RGB ``PIL.Image`` of a ``data:image/...;base64,`` URL; :class:`ImageError` says what is wrong.
+
+    ``max_bytes`` and ``max_pixels`` default to :data:`MAX_IMAGE_BYTES` and :data:`MAX_IMAGE_PIXELS`.
+    """
     from PIL import Image, UnidentifiedImageError
+
+    max_bytes = MAX_IMAGE_BYTES if max_bytes is None else max_bytes
+    max_pixels = MAX_IMAGE_PIXELS if max_pixels is None else max_pixels
 
     if not url.startswith("data:"):
         raise ImageError(f"images must be data URLs (data:image/png;base64,...), got {url[:40]!r}")

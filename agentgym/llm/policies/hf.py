@@ -6,6 +6,10 @@ turn samples with a seed drawn from the episode's ``rng``, so an episode replays
 way. When the episode plays native tool calls, the chat template renders its tools and the
 reply's ``<tool_call>`` blocks become tool calls (:mod:`agentgym.tool_parsing`). Needs the
 ``hf`` extra.
+
+A vision-language model folder (its config has a ``vision_config``) is loaded with its
+processor (:func:`agentgym.llm.vision.load_generator`): chats carrying screenshots as
+``image_url`` parts (``ChatWrapper(images=ImageOptions(mode="screenshot"))``) reach it as images.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ from typing import Any
 
 import torch
 
-from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams
+from agentgym.llm.generation import Batcher, Request, SamplingParams
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
+from agentgym.llm.vision import VisionGenerator, load_generator
 
 
 class HFPolicy(Policy):
-    """Replies with a causal LM loaded from the local folder ``path``.
+    """Replies with a causal LM, or a vision-language model, loaded from the local folder ``path``.
 
     ``device`` and ``dtype`` are as in ``Generator.from_pretrained``. Up to
     ``max_batch_size`` concurrent calls share a batch; the batcher waits at most
@@ -48,7 +53,7 @@ class HFPolicy(Policy):
         self.params = SamplingParams(
             temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, stop=tuple(stop)
         )
-        self.batcher = Batcher(Generator.from_pretrained(self.path, device, dtype), max_batch_size, batch_wait_ms)
+        self.batcher = Batcher(load_generator(self.path, device, dtype), max_batch_size, batch_wait_ms)
 
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
         """The model's reply to the chat so far."""
@@ -70,6 +75,7 @@ class HFPolicy(Policy):
             "name": self.name,
             "backend": "hf",
             "path": str(self.path),
+            "vision": isinstance(self.batcher.generator, VisionGenerator),
             "device": str(model.device),
             "dtype": str(model.dtype).removeprefix("torch."),
             "max_batch_size": self.batcher.max_batch_size,

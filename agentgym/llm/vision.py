@@ -1,0 +1,248 @@
+"""Vision-language models (image-text-to-text) in process: chats with screenshots in, replies out.
+
+:func:`load_generator` loads a model folder the way ``AutoProcessor`` and
+``AutoModelForImageTextToText`` load it, and returns a :class:`VisionGenerator` for a VLM
+(its ``config.json`` has a ``vision_config``) or a text :class:`~agentgym.llm.generation.Generator`.
+A chat's OpenAI-style ``image_url`` parts (base64 data URLs, as
+:class:`~agentgym.wrappers.ChatWrapper` emits them) are decoded, rendered by the model's chat
+template as its image placeholders, and run through the model's image processor.
+
+Processors: any model whose ``AutoProcessor`` takes ``images=`` (LLaVA-style models, for one).
+Qwen2-VL and Qwen2.5-VL folders are driven by their image processor (``Qwen2VLImageProcessorPil``,
+no torchvision needed) and tokenizer directly (:class:`QwenVLProcessor`), because transformers'
+``Qwen2VLProcessor`` also builds a video processor, which fails without torchvision.
+
+Each request is decoded alone (one row, no padding), so that the model computes its positions
+(Qwen's multimodal rotary positions, M-RoPE) from its own inputs; requests still share the
+:class:`~agentgym.llm.generation.Batcher`'s queue (batching VLM rows is not done yet).
+Needs the ``hf`` extra (Pillow included).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from jinja2 import TemplateError
+from transformers import AutoModelForImageTextToText, AutoProcessor, AutoTokenizer, PreTrainedModel
+
+from agentgym.llm.generation import Completion, Generator, Request, RequestError, SamplingParams, autocast
+from agentgym.tool_parsing import template_messages
+from agentgym.wrappers.vision import ImageError, decode_image, image_url, is_image_part
+
+#: Model types driven by :class:`QwenVLProcessor` (image processor and tokenizer, no video processor).
+QWEN_VL_MODEL_TYPES = frozenset({"qwen2_vl", "qwen2_5_vl"})
+
+
+def is_vision_model(path: str | Path) -> bool:
+    """Whether the model folder ``path`` holds a vision-language model (its config has a ``vision_config``)."""
+    config = Path(path) / "config.json"
+    return config.is_file() and "vision_config" in json.loads(config.read_text(encoding="utf-8"))
+
+
+def load_generator(path: str | Path, device: str = "auto", dtype: str | torch.dtype | None = None) -> Generator:
+    """A :class:`VisionGenerator` for a VLM folder, else a text ``Generator`` (see ``Generator.from_pretrained``)."""
+    if is_vision_model(path):
+        return VisionGenerator.from_pretrained(path, device, dtype)
+    return Generator.from_pretrained(path, device, dtype)
+
+
+class VisionPrompt(list):
+    """A prompt's token ids (image placeholders expanded) with the model's image inputs (``inputs``)."""
+
+    def __init__(self, ids: Sequence[int], inputs: Mapping[str, torch.Tensor]) -> None:
+        super().__init__(ids)
+        self.inputs = dict(inputs)
+
+
+class VisionProcessor:
+    """A VLM's chat template, tokenizer and image processor, through its ``AutoProcessor``."""
+
+    def __init__(self, processor: Any) -> None:
+        self.processor = processor
+        self.tokenizer = processor.tokenizer
+
+    def render(self, chat: list[dict[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> str:
+        """The chat template's text of ``chat`` (image parts as ``{"type": "image"}``) with a generation prompt."""
+        chat = [_parts_content(message) for message in chat]
+        kwargs = {"tools": list(tools)} if tools else {}
+        return self.processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False, **kwargs)
+
+    def encode(self, text: str, images: list[Any]) -> tuple[list[int], dict[str, torch.Tensor]]:
+        """Token ids of ``text`` with each image placeholder expanded, and the image inputs of the model."""
+        features = self.processor(text=[text], images=images or None, return_tensors="pt", add_special_tokens=False)
+        ids = features["input_ids"][0].tolist()
+        inputs = {key: value for key, value in features.items() if key not in ("input_ids", "attention_mask")}
+        return ids, inputs
+
+
+class QwenVLProcessor(VisionProcessor):
+    """Qwen2-VL / Qwen2.5-VL inputs from the folder's image processor and tokenizer.
+
+    As ``Qwen2VLProcessor`` does: each ``<|image_pad|>`` the chat template writes becomes as many
+    as the image has merged patches (``grid_t * grid_h * grid_w / merge_size**2``), and
+    ``mm_token_type_ids`` marks them (1) for the model's M-RoPE positions.
+    """
+
+    IMAGE_TOKEN = "<|image_pad|>"
+
+    def __init__(self, tokenizer: Any, image_processor: Any, chat_template: str | None = None) -> None:
+        self.processor = None
+        self.tokenizer = tokenizer
+        self.image_processor = image_processor
+        self.chat_template = chat_template or tokenizer.chat_template
+        if not self.chat_template:
+            raise ValueError("the model folder has no chat template (tokenizer_config.json or chat_template.jinja)")
+        self.image_token_id = tokenizer.convert_tokens_to_ids(self.IMAGE_TOKEN)
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> QwenVLProcessor:
+        """The tokenizer, image processor and chat template saved in the folder ``path``."""
+        from transformers import AutoImageProcessor
+
+        folder = Path(path)
+        template = None
+        if (folder / "chat_template.jinja").is_file():
+            template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
+        elif (folder / "chat_template.json").is_file():
+            template = json.loads((folder / "chat_template.json").read_text(encoding="utf-8"))["chat_template"]
+        return cls(AutoTokenizer.from_pretrained(folder), AutoImageProcessor.from_pretrained(folder), template)
+
+    def render(self, chat: list[dict[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> str:
+        kwargs = {"tools": list(tools)} if tools else {}
+        return self.tokenizer.apply_chat_template(
+            chat, chat_template=self.chat_template, add_generation_prompt=True, tokenize=False, **kwargs
+        )
+
+    def encode(self, text: str, images: list[Any]) -> tuple[list[int], dict[str, torch.Tensor]]:
+        inputs: dict[str, torch.Tensor] = {}
+        if text.count(self.IMAGE_TOKEN) != len(images):
+            raise RequestError(
+                f"the chat template wrote {text.count(self.IMAGE_TOKEN)} image placeholders for {len(images)} images"
+            )
+        if images:
+            features = self.image_processor(images=images, return_tensors="pt")
+            grids = features["image_grid_thw"]
+            merge = self.image_processor.merge_size**2
+            pieces = text.split(self.IMAGE_TOKEN)
+            text = pieces[0] + "".join(
+                self.IMAGE_TOKEN * (int(grid.prod()) // merge) + piece for grid, piece in zip(grids, pieces[1:])
+            )
+            inputs = {"pixel_values": features["pixel_values"], "image_grid_thw": grids}
+        ids = self.tokenizer(text, add_special_tokens=False).input_ids
+        if images:
+            inputs["mm_token_type_ids"] = (torch.tensor([ids]) == self.image_token_id).long()
+        return ids, inputs
+
+
+def load_processor(path: str | Path) -> VisionProcessor:
+    """The processor of the VLM folder ``path`` (Qwen-VL folders: :class:`QwenVLProcessor`)."""
+    model_type = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("model_type")
+    if model_type in QWEN_VL_MODEL_TYPES:
+        return QwenVLProcessor.from_pretrained(path)
+    return VisionProcessor(AutoProcessor.from_pretrained(path))
+
+
+def chat_images(messages: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The chat as chat templates take it (``image_url`` parts as ``{"type": "image"}``, tool-call
+    arguments as mappings) and its images (PIL, in order); :class:`RequestError` for a bad message or image."""
+    images: list[Any] = []
+    chat = []
+    for message in template_messages(messages):
+        if not isinstance(message.get("role"), str):
+            raise RequestError(f"a message must have a string role, got {message!r}")
+        content = message.get("content")
+        if isinstance(content, list):
+            parts = []
+            for index, part in enumerate(content):
+                if is_image_part(part):
+                    try:
+                        images.append(decode_image(image_url(part)))
+                    except ImageError as error:
+                        raise RequestError(f"image {len(images) + 1} (message part {index}): {error}") from None
+                    parts.append({"type": "image"})
+                elif isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                    parts.append({"type": "text", "text": part["text"]})
+                else:
+                    raise RequestError(f"a content part must be text or image_url, got {str(part)[:100]!r}")
+            message["content"] = parts
+        elif not isinstance(content, str) and not (content is None and message.get("tool_calls")):
+            raise RequestError(f"a message must have a string or list content, got {message!r}")
+        chat.append(message)
+    return chat, images
+
+
+class VisionGenerator(Generator):
+    """A vision-language model and its processor, generating for chats with images (module docstring).
+
+    Plain-text prompts and chats without images work as with a text ``Generator``.
+    """
+
+    def __init__(self, model: PreTrainedModel, processor: VisionProcessor, compute_dtype: torch.dtype | None = None):
+        super().__init__(model, processor.tokenizer, compute_dtype)
+        self.processor = processor
+        text_config = model.config.get_text_config()
+        self.context_length = getattr(text_config, "max_position_embeddings", None)
+
+    @classmethod
+    def from_pretrained(
+        cls, path: str | Path, device: str = "auto", dtype: str | torch.dtype | None = None
+    ) -> VisionGenerator:
+        """Load the VLM and its processor from the folder ``path`` (device and dtype as ``Generator``'s)."""
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if dtype is None:
+            dtype = torch.float32 if device == "cpu" else torch.bfloat16
+        elif isinstance(dtype, str) and dtype != "auto":
+            dtype = getattr(torch, dtype)
+        processor = load_processor(path)
+        model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype).to(device)
+        return cls(model, processor)
+
+    def encode(self, request: Request) -> list[int]:
+        """The prompt's ids; a chat's images are decoded and processed (a :class:`VisionPrompt`)."""
+        if isinstance(request.prompt, str):
+            return super().encode(request)
+        chat, images = chat_images(request.prompt)
+        try:
+            text = self.processor.render(chat, request.tools)
+        except TemplateError as error:
+            raise RequestError(f"the chat template rejected the messages: {error}") from error
+        try:
+            ids, inputs = self.processor.encode(text, images)
+        except (ValueError, TypeError) as error:
+            raise RequestError(f"the model's processor rejected the images: {error}") from error
+        if not ids:
+            raise RequestError("the prompt is empty")
+        if self.context_length is None and request.params.max_new_tokens is None:
+            raise RequestError("max_new_tokens is required: the model's context length is unknown")
+        if self.context_length is not None and len(ids) >= self.context_length:
+            raise RequestError(f"the prompt has {len(ids)} tokens; the model's context length is {self.context_length}")
+        return VisionPrompt(ids, inputs)
+
+    @torch.inference_mode()
+    def generate_tokens(self, prompts: Sequence[list[int]], params: Sequence[SamplingParams]) -> list[Completion]:
+        """One completion per prompt, each decoded alone (the model computes its own positions)."""
+        with autocast(self.device, self.compute_dtype):
+            return [self._generate_one(prompt, row_params) for prompt, row_params in zip(prompts, params)]
+
+    def _generate_one(self, prompt: list[int], params: SamplingParams) -> Completion:
+        rows = [self._row(len(prompt), params)]
+        dtype = self.model.dtype
+        inputs: dict[str, Any] = {"input_ids": torch.tensor([list(prompt)], device=self.device)}
+        for key, value in getattr(prompt, "inputs", {}).items():
+            value = value.to(self.device)
+            inputs[key] = value.to(dtype) if value.is_floating_point() else value
+        self._sample_rows(rows, inputs)
+        return self._completions(rows, [prompt])[0]
+
+
+def _parts_content(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with string content as one text part, as multimodal chat templates iterate it
+    (tool calls and tool results stay as they are)."""
+    if isinstance(message.get("content"), str) and message.get("role") != "tool" and not message.get("tool_calls"):
+        return {**message, "content": [{"type": "text", "text": message["content"]}]}
+    return message
