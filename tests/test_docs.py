@@ -18,14 +18,12 @@ one of ``THIRD_PARTY_PROGRAMS``, which the page's reader installs.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import re
 import shlex
 import subprocess
 import sys
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,11 +33,16 @@ import yaml
 
 from agentgym import cli
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pytest itself depends on tomli before Python 3.11
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 #: The site's own machinery (mkdocs hooks), not pages.
-NOT_PAGES = ("_hooks",)
+NOT_PAGES = ("_tools",)
 
 #: Programs the pages tell the reader to run that are not this repository's, with what provides them.
 THIRD_PARTY_PROGRAMS = {
@@ -83,7 +86,9 @@ class Block:
         return f"{page_name(self.page)}:{self.line}"
 
 
-FENCE = re.compile(r"^(?P<indent> *)```(?P<language>[\w+-]*)[^\n]*\n(?P<code>.*?)^(?P=indent)```", re.DOTALL | re.MULTILINE)
+FENCE = re.compile(
+    r"^(?P<indent> *)```(?P<language>[\w+-]*)[^\n]*\n(?P<code>.*?)^(?P=indent)```", re.DOTALL | re.MULTILINE
+)
 RUN_BY = re.compile(r"<!--\s*run by (tests/[\w/]+\.py)\s*-->\s*$")
 
 
@@ -203,7 +208,9 @@ def check_agentgym(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
 
 
-REPOSITORY_FILE = re.compile(r"^(?:\./)?(?:agentgym|benchmarks|containers|environments|tests|docs)/[\w./-]+\.(?:py|sh|yaml|yml|json|toml)$")
+REPOSITORY_FILE = re.compile(
+    r"^(?:\./)?(?:agentgym|benchmarks|containers|environments|tests|docs)/[\w./-]+\.(?:py|sh|yaml|yml|json|toml)$"
+)
 
 
 def check_repository_path(word: str) -> None:
@@ -252,7 +259,7 @@ def test_shell_commands_exist(block: Block, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_the_command_checker_catches_mistakes(capsys: pytest.CaptureFixture[str]) -> None:
-    """A flag, command, script or extra that does not exist fails the check (a check that fails nothing checks nothing)."""
+    """A flag, command, script or extra that does not exist fails the check."""
     mistakes = [
         "agentgym eval --suite quick --polcy oracle",
         "agentgym evaluate --suite quick",
@@ -280,9 +287,11 @@ def test_the_command_checker_catches_mistakes(capsys: pytest.CaptureFixture[str]
 def test_ci_runs_the_readmes_test_command() -> None:
     """``.ci/run`` runs exactly the README's second command (the test suite's)."""
     section = README.read_text().split("## The two commands", 1)[1].split("\n## ", 1)[0]
-    readme_commands = [block.code.strip() for block in blocks(README) if block.language == "bash" and block.code.strip() in section]
+    shell = [block.code.strip() for block in blocks(README) if block.language == "bash"]
+    readme_commands = [code for code in shell if code in section]
     assert len(readme_commands) == 2, "the README's 'The two commands' section holds two bash blocks"
-    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd "))]
+    script = (ROOT / ".ci" / "run").read_text().splitlines()
+    ci = [line for line in script if line and not line.startswith(("#", "set ", "cd "))]
     assert ci == [readme_commands[1]]
 
 
@@ -311,14 +320,14 @@ def test_every_page_is_in_the_sites_navigation() -> None:
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     """``mkdocs build --strict``: no broken link or anchor, every API reference resolves."""
     site = tmp_path / "site"
-    with contextlib.chdir(ROOT):
-        build = subprocess.run(
-            [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        )
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-6000:]
     core = (site / "api" / "core" / "index.html").read_text()
     assert "agentgym.core.TextEnv" in core and "oracle_action" in core  # rendered from the docstrings
