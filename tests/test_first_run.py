@@ -375,7 +375,7 @@ def test_a_policy_ranked_apart_says_why_on_its_line(tmp_path: Path) -> None:
     oracle = next(summary for summary in board.policies if summary.policy == "oracle")
     assert oracle.group == 1
     reason = apart_reason(board, oracle)
-    assert reason.startswith("no ok episode on StallingPage-v0; 2 errored there")
+    assert reason == "no ok episode on StallingPage-v0; 2 errored there (agentgym eval --retry-errors replays them)"
     text = format_terminal(board)
     line = next(line for line in text.splitlines() if line.split()[1:2] == ["oracle"] and "%" in line)
     assert "no ok episode on StallingPage-v0" in line

@@ -148,6 +148,14 @@ register("Thief-v0", entry_point="nowhere:Env", family="thief", description="its
 """
 
 
+def test_the_registration_module_in_the_docs_is_the_one_new_family_writes(tmp_path: Path) -> None:
+    """docs/plugins.md shows the registration module of `agentgym new-family guess` as it is written."""
+    page = (ROOT / "docs" / "plugins.md").read_text()
+    shown = page.split("<!-- run by tests/test_plugins.py -->\n```python\n", 1)[1].split("```", 1)[0]
+    folder = scaffold_family("guess", tmp_path / "agentgym-guess")
+    assert shown == (folder / "agentgym_guess" / "__init__.py").read_text()
+
+
 def test_broken_plugins_warn_and_import_agentgym_still_works(tmp_path: Path) -> None:
     """Two plugins on sys.path by their metadata alone: one whose module does not exist, one that
     claims an id agentgym already has (skipped) beside one of its own (kept)."""

@@ -189,7 +189,7 @@ def apart_reason(board: Leaderboard, summary: PolicySummary) -> str:
     )
     parts = [f"no ok episode on {_some(missing)}"] if missing else []
     if errored:
-        parts.append(f"{errored} errored there: `agentgym eval --retry-errors` replays them")
+        parts.append(f"{errored} errored there (agentgym eval --retry-errors replays them)")
     if extra:
         parts.append(f"also plays {_some(extra)}")
     if summary.group is None:
