@@ -295,6 +295,13 @@ def test_ci_runs_the_readmes_test_command() -> None:
     assert ci == [readme_commands[1]]
 
 
+def test_the_readmes_links_resolve() -> None:
+    """Every relative link of the README (not part of the site, so mkdocs does not check it) exists."""
+    targets = re.findall(r"\]\((?!https?://|#|mailto:)([^)#\s]+)", README.read_text())
+    assert targets, "the README links its pages"
+    assert [target for target in targets if not (ROOT / target).exists()] == []
+
+
 # ---- The site -----------------------------------------------------------------------------------------
 
 
