@@ -379,3 +379,18 @@ def test_a_policy_ranked_apart_says_why_on_its_line(tmp_path: Path) -> None:
     text = format_terminal(board)
     line = next(line for line in text.splitlines() if line.split()[1:2] == ["oracle"] and "%" in line)
     assert "no ok episode on StallingPage-v0" in line
+
+
+def test_on_ray_the_limit_holds_per_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``has_room`` on a two-node cluster (its topology simulated: one machine cannot hold two Ray nodes
+    here): plenty of CPU and memory, but a node that holds two Capped actors has no room for a third."""
+    from agentgym.serving.backends import ray as ray_backend
+
+    nodes = [{"NodeID": name, "Alive": True, "Resources": {"CPU": 16.0, "memory": 64.0 * 2**30}} for name in "ab"]
+    monkeypatch.setattr(ray_backend.ray, "nodes", lambda: nodes)
+    two_on_a = [("a", "Capped-v0", {}), ("a", "Capped-v0", {})]
+    assert ray_backend.has_room(two_on_a, "Capped-v0", {})  # node b has room
+    full = [*two_on_a, ("b", "Capped-v0", {}), ("b", "Capped-v0", {})]
+    assert not ray_backend.has_room(full, "Capped-v0", {})
+    assert ray_backend.has_room(full, "Free-v0", {})  # other families are not held up
+    assert ray_backend.has_room(full, "Capped-v0", {}, {"capped": 3})  # the user's override
