@@ -20,7 +20,7 @@ from typing import Any
 
 import agentgym
 from agentgym.evaluation.leaderboard.collect import Leaderboard, RunFolder, action_format, collect, policy_name, ranked
-from agentgym.evaluation.leaderboard.terminal import group_difference
+from agentgym.evaluation.leaderboard.terminal import apart_reason, group_difference
 from agentgym.evaluation.records import EpisodeRecord, to_json
 
 #: Where the HTML template takes the embedded data.
@@ -183,7 +183,8 @@ def _page_data(board: Leaderboard, writer: _PageWriter, files: str) -> dict[str,
         "families": board.families,
         "envs": envs,
         "rows": [asdict(row) | {"rank": rank} for rank, row in ranked(board.rows)],
-        "policies": [asdict(row) for row in board.policies],
+        # ``apart``: why a policy is ranked apart from group A ("" when it is not), shown on its row.
+        "policies": [asdict(row) | {"apart": apart_reason(board, row)} for row in board.policies],
         "groups": [list(envs) for envs in board.groups],
         "group_notes": [group_difference(board, number) for number in range(len(board.groups))],
         "runs": [asdict(run) | writer.runs[i] for i, run in enumerate(board.runs)],
