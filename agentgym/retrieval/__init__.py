@@ -1,0 +1,13 @@
+"""Shared retrieval machinery: a BM25 index built once, cached on disk, memory-mapped, shared.
+
+Families that search a corpus (the search family's generated encyclopedia, a user's
+Search-R1 corpus) build their index through :func:`shared_index`: the first call in a
+machine builds it into ``<cache>/retrieval/bm25/<name>/`` (``<cache>`` is ``$AGENTGYM_CACHE``,
+else ``~/.cache/agentgym``) under a file lock, every later call loads it with
+``numpy.load(mmap_mode="r")``, and every env copy of a process shares one
+:class:`BM25Index` object. See :mod:`agentgym.retrieval.bm25` for the scoring.
+"""
+
+from agentgym.retrieval.bm25 import BM25Index, Hit, cache_root, shared_index, tokenize
+
+__all__ = ["BM25Index", "Hit", "cache_root", "shared_index", "tokenize"]

@@ -1,0 +1,39 @@
+"""Search: answer questions with search tools over an offline corpus (Search-R1 and deep-research style).
+
+``Search-v0`` and its difficulty variants play over a generated encyclopedia (111,080
+documents); :class:`~agentgym.environments.search.corpus.CorpusSearchEnv` plays over a
+user's own corpus and question files in Search-R1's formats (docs/search.md).
+"""
+
+from agentgym.core import TaskSplits
+from agentgym.registry import register
+
+SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)
+ENTRY_POINT = "agentgym.environments.search.env:SearchEnv"
+
+register(
+    "Search-v0",
+    entry_point=ENTRY_POINT,
+    family="search",
+    description="Search tools over a generated 111k-document encyclopedia: single-fact, 2-4 hop, comparison and aggregation questions",
+    splits=SPLITS,
+    max_episode_steps=40,
+)
+register(
+    "Search-Easy-v0",
+    entry_point=ENTRY_POINT,
+    family="search",
+    description="Search over the generated encyclopedia: single-fact and 2-hop bridge questions",
+    splits=SPLITS,
+    max_episode_steps=20,
+    kwargs={"difficulty": "easy"},
+)
+register(
+    "Search-Hard-v0",
+    entry_point=ENTRY_POINT,
+    family="search",
+    description="Search over the generated encyclopedia: 3-4 hop bridges, 4-read comparisons and aggregations (deep research)",
+    splits=SPLITS,
+    max_episode_steps=60,
+    kwargs={"difficulty": "hard"},
+)
