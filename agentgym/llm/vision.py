@@ -33,6 +33,8 @@ from agentgym.llm.generation import Completion, Generator, Request, RequestError
 from agentgym.tool_parsing import template_messages
 from agentgym.wrappers.vision import ImageError, decode_image, image_url, is_image_part
 
+#: Processor outputs that have one entry per token: rebuilt for a whole sequence by ``model_inputs``.
+PER_TOKEN_INPUTS = ("input_ids", "attention_mask", "mm_token_type_ids")
 #: Model types driven by :class:`QwenVLProcessor` (image processor and tokenizer, no video processor).
 QWEN_VL_MODEL_TYPES = frozenset({"qwen2_vl", "qwen2_5_vl"})
 
@@ -72,11 +74,34 @@ class VisionProcessor:
         return self.processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False, **kwargs)
 
     def encode(self, text: str, images: list[Any]) -> tuple[list[int], dict[str, torch.Tensor]]:
-        """Token ids of ``text`` with each image placeholder expanded, and the image inputs of the model."""
+        """Token ids of ``text`` with each image placeholder expanded, and the images' inputs of the model
+        (per-token inputs such as ``mm_token_type_ids`` are left to :meth:`model_inputs`)."""
         features = self.processor(text=[text], images=images or None, return_tensors="pt", add_special_tokens=False)
         ids = features["input_ids"][0].tolist()
-        inputs = {key: value for key, value in features.items() if key not in ("input_ids", "attention_mask")}
+        self._token_types = "mm_token_type_ids" in features
+        inputs = {key: value for key, value in features.items() if key not in PER_TOKEN_INPUTS}
         return ids, inputs
+
+    def model_inputs(self, ids: Sequence[int], chunks: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        """The model's image inputs for the token ids ``ids``, whose images were encoded in ``chunks``
+        (one :meth:`encode` each, in order): the chunks concatenated image by image, and
+        ``mm_token_type_ids`` where the model takes them."""
+        chunks = [chunk for chunk in chunks if chunk]
+        if not chunks:
+            return {}
+        inputs = {key: torch.cat([chunk[key] for chunk in chunks]) for key in chunks[0]}
+        if getattr(self, "_token_types", False) or self.processor is None:
+            inputs["mm_token_type_ids"] = (torch.tensor([list(ids)]) == self.image_token_id).long()
+        return inputs
+
+    @property
+    def image_token_id(self) -> int:
+        """The id of the token that stands for an image's features."""
+        return self.tokenizer.convert_tokens_to_ids(getattr(self.processor, "image_token", "<image>"))
+
+    def save_pretrained(self, folder: str | Path) -> None:
+        """Save the processor (tokenizer, image processor, chat template) so that the folder loads again."""
+        self.processor.save_pretrained(folder)
 
 
 class QwenVLProcessor(VisionProcessor):
@@ -96,7 +121,17 @@ class QwenVLProcessor(VisionProcessor):
         self.chat_template = chat_template or tokenizer.chat_template
         if not self.chat_template:
             raise ValueError("the model folder has no chat template (tokenizer_config.json or chat_template.jinja)")
-        self.image_token_id = tokenizer.convert_tokens_to_ids(self.IMAGE_TOKEN)
+        self._image_token_id = tokenizer.convert_tokens_to_ids(self.IMAGE_TOKEN)
+
+    @property
+    def image_token_id(self) -> int:
+        return self._image_token_id
+
+    def save_pretrained(self, folder: str | Path) -> None:
+        self.tokenizer.save_pretrained(folder)
+        self.image_processor.save_pretrained(folder)
+        if self.chat_template != self.tokenizer.chat_template:
+            (Path(folder) / "chat_template.jinja").write_text(self.chat_template, encoding="utf-8")
 
     @classmethod
     def from_pretrained(cls, path: str | Path) -> QwenVLProcessor:
@@ -132,10 +167,7 @@ class QwenVLProcessor(VisionProcessor):
                 self.IMAGE_TOKEN * (int(grid.prod()) // merge) + piece for grid, piece in zip(grids, pieces[1:])
             )
             inputs = {"pixel_values": features["pixel_values"], "image_grid_thw": grids}
-        ids = self.tokenizer(text, add_special_tokens=False).input_ids
-        if images:
-            inputs["mm_token_type_ids"] = (torch.tensor([ids]) == self.image_token_id).long()
-        return ids, inputs
+        return self.tokenizer(text, add_special_tokens=False).input_ids, inputs
 
 
 def load_processor(path: str | Path) -> VisionProcessor:
@@ -146,9 +178,10 @@ def load_processor(path: str | Path) -> VisionProcessor:
     return VisionProcessor(AutoProcessor.from_pretrained(path))
 
 
-def chat_images(messages: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[Any]]:
+def chat_images(messages: Sequence[Mapping[str, Any]], decode: bool = True) -> tuple[list[dict[str, Any]], list[Any]]:
     """The chat as chat templates take it (``image_url`` parts as ``{"type": "image"}``, tool-call
-    arguments as mappings) and its images (PIL, in order); :class:`RequestError` for a bad message or image."""
+    arguments as mappings) and its images (PIL, in order; none when not ``decode``);
+    :class:`RequestError` for a bad message or image."""
     images: list[Any] = []
     chat = []
     for message in template_messages(messages):
@@ -158,7 +191,9 @@ def chat_images(messages: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, A
         if isinstance(content, list):
             parts = []
             for index, part in enumerate(content):
-                if is_image_part(part):
+                if is_image_part(part) and not decode:
+                    parts.append({"type": "image"})
+                elif is_image_part(part):
                     try:
                         images.append(decode_image(image_url(part)))
                     except ImageError as error:
@@ -221,7 +256,7 @@ class VisionGenerator(Generator):
             raise RequestError("max_new_tokens is required: the model's context length is unknown")
         if self.context_length is not None and len(ids) >= self.context_length:
             raise RequestError(f"the prompt has {len(ids)} tokens; the model's context length is {self.context_length}")
-        return VisionPrompt(ids, inputs)
+        return VisionPrompt(ids, self.processor.model_inputs(ids, [inputs]))
 
     @torch.inference_mode()
     def generate_tokens(self, prompts: Sequence[list[int]], params: Sequence[SamplingParams]) -> list[Completion]:

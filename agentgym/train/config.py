@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
+from agentgym.wrappers.vision import ImageOptions
 
 
 @dataclass
@@ -109,7 +110,9 @@ class RolloutConfig:
     ``action_format``: ``text`` replies, or native ``tools`` calls (the prompt offers the
     env's function tools and the model's ``<tool_call>`` blocks are its actions; the
     tokenizer's chat template must render ``tools`` and ``tool`` messages); evaluation plays
-    the same format.
+    the same format. ``observation`` and ``max_pixels``: what a vision-language model is shown
+    of screen envs (``text``, ``screenshot`` or ``both``; the image budget in pixels), as
+    ``agentgym eval --observation`` (docs/vlm.md); the in-process backend only.
     """
 
     backend: Literal["hf", "openai"] = "hf"
@@ -124,6 +127,12 @@ class RolloutConfig:
     timeout_s: float = 600.0
     env_workers: int = 32
     action_format: Literal["text", "tools"] = "text"
+    observation: Literal["text", "screenshot", "both"] = "text"
+    max_pixels: int | None = 1024 * 768
+
+    def images(self) -> ImageOptions:
+        """What the model is shown of screen envs (every image of an episode is kept: prompts only grow)."""
+        return ImageOptions(self.observation, self.max_pixels)
 
     def turns_at(self, iteration: int) -> int:
         """The turn limit that applies at ``iteration``."""

@@ -13,6 +13,13 @@ as they are, the env is given the tool calls parsed from their decoded text
 (:func:`agentgym.tool_parsing.assistant_message`), and the tool results enter as the
 template's delta, rendered with the same tools.
 
+Vision-language models (:class:`VisionChatTokens`): a screen env's observations carry
+screenshots (``image_url`` parts, ``ChatWrapper(images=...)``); the processor expands each into
+its image tokens where it enters (the first prompt or a delta), and the trajectory keeps that
+chunk's image inputs (pixel values, Qwen's image grid) beside the ids. The sampler and the
+trainer's forward passes get the same ids with the chunks concatenated, so they see the same
+images; nothing is re-tokenized.
+
 Samplers: ``HFSampler`` generates in-process (``agentgym.llm.generation.Generator``);
 ``ServerSampler`` sends token-id prompts to ``/v1/completions`` of an OpenAI-compatible
 server (vLLM, ``agentgym serve-model``) and reads back the sampled ids and their logprobs.
@@ -22,6 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import json
 import random
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,9 +43,11 @@ import httpx
 from transformers import PreTrainedTokenizerBase
 
 from agentgym.llm.generation import Generator, SamplingParams
+from agentgym.llm.vision import VisionProcessor, VisionPrompt, chat_images
 from agentgym.registry import inline_safe
 from agentgym.tool_parsing import assistant_message, template_messages
 from agentgym.wrappers.chat import ActionFormat, ChatWrapper, Message
+from agentgym.wrappers.vision import ImageOptions, content_text, screenshot_kwargs
 
 #: Stands in for an assistant reply when rendering the chat template's delta.
 _REPLY_MARK = "\u2063AGENTGYM-REPLY\u2063"
@@ -94,6 +105,50 @@ class ChatTokens:
             template_messages(messages), add_generation_prompt=True, tokenize=False, **kwargs
         )
 
+    def sampler_prompt(self, trajectory: Trajectory) -> list[int]:
+        """What the sampler continues: the trajectory's ids."""
+        return trajectory.token_ids
+
+    def model_inputs(self, trajectory: Trajectory) -> dict[str, Any]:
+        """The model's inputs beside the ids for a forward pass over the trajectory (none for text)."""
+        return {}
+
+
+class VisionChatTokens(ChatTokens):
+    """:class:`ChatTokens` of a vision-language model: images become the processor's image tokens.
+
+    :meth:`prompt` and :meth:`delta` return :class:`~agentgym.llm.vision.VisionPrompt` ids whose
+    ``inputs`` are the image inputs of the images they hold (kept by :meth:`Trajectory.extend`).
+    """
+
+    def __init__(self, processor: VisionProcessor, eos_token_ids: Sequence[int]) -> None:
+        super().__init__(processor.tokenizer, eos_token_ids)
+        self.processor = processor
+
+    def prompt(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> list[int]:
+        chat, images = chat_images(messages)
+        return VisionPrompt(*self.processor.encode(self.processor.render(chat, tools), images))
+
+    def delta(
+        self,
+        history: list[Message],
+        sampled: Sequence[int],
+        new_messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> list[int]:
+        text = self.delta_text(history, sampled, new_messages, tools)
+        _, images = chat_images(new_messages)
+        return VisionPrompt(*self.processor.encode(text, images))
+
+    def _render(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> str:
+        return self.processor.render(chat_images(messages, decode=False)[0], tools)
+
+    def sampler_prompt(self, trajectory: Trajectory) -> list[int]:
+        return VisionPrompt(trajectory.token_ids, self.model_inputs(trajectory))
+
+    def model_inputs(self, trajectory: Trajectory) -> dict[str, Any]:
+        return self.processor.model_inputs(trajectory.token_ids, trajectory.images)
+
 
 @dataclass
 class Trajectory:
@@ -102,6 +157,8 @@ class Trajectory:
     ``loss_mask[i]`` is 1 where the model sampled ``token_ids[i]``; ``logprobs[i]`` is the
     sampler's logprob there (0 elsewhere). ``turn_ends[t]`` is the index of turn ``t``'s
     last sampled token, ``rewards[t]`` its reward, ``anchors[t]`` the observation it acted on.
+    ``images`` holds, for a vision-language model, the image inputs of each chunk of ids that
+    brought images (the first prompt, the env's replies), in order.
     """
 
     env_id: str
@@ -117,9 +174,13 @@ class Trajectory:
     score: float = 0.0
     done: bool = False
     truncated: bool = False
+    images: list[dict[str, Any]] = field(default_factory=list)
 
     def extend(self, ids: Sequence[int], sampled: bool, logprobs: Sequence[float] | None = None) -> None:
-        """Append prompt/env ids (``sampled`` False) or the model's ids with their logprobs."""
+        """Append prompt/env ids (``sampled`` False; with their image inputs, if any) or the model's ids
+        with their logprobs."""
+        if getattr(ids, "inputs", None):
+            self.images.append(ids.inputs)
         self.token_ids.extend(ids)
         self.loss_mask.extend([int(sampled)] * len(ids))
         self.logprobs.extend(logprobs if logprobs is not None else [0.0] * len(ids))
@@ -278,7 +339,7 @@ def play_episodes(
             if not active:
                 break
             samples = sampler.sample(
-                [slots[i].trajectory.token_ids for i in active], [seed_of(i, turn) for i in active]
+                [chat_tokens.sampler_prompt(slots[i].trajectory) for i in active], [seed_of(i, turn) for i in active]
             )
             stepping = [slots[i] for i in active]
             histories = [slot.env.transcript[:] for slot in stepping]
@@ -299,9 +360,7 @@ def play_episodes(
 
 def _call_envs(slots: list[EpisodeSlot], calls: list[Callable[[], _T]], pool: ThreadPoolExecutor | None) -> list[_T]:
     """Each slot's env call, results in order: in ``pool`` (concurrently) for envs that wait, inline for the rest."""
-    futures = [
-        None if pool is None or inline_safe(slot.env) else pool.submit(call) for slot, call in zip(slots, calls)
-    ]
+    futures = [None if pool is None or inline_safe(slot.env) else pool.submit(call) for slot, call in zip(slots, calls)]
     inline = [call() if future is None else None for call, future in zip(calls, futures)]
     return [value if future is None else future.result() for value, future in zip(inline, futures)]
 
@@ -335,7 +394,12 @@ def _record_turn(
 def _observation(history: list[Message]) -> str:
     """The observation the next reply acts on: the first message after the last reply (a user or tool message)."""
     replies = [i for i, message in enumerate(history) if message["role"] == "assistant"]
-    return history[replies[-1] + 1 if replies else -1]["content"]
+    content = history[replies[-1] + 1 if replies else -1]["content"]
+    if isinstance(content, str):
+        return content
+    # A screenshot observation: its text and a digest of its images (equal screens, equal anchors).
+    digest = hashlib.blake2b(json.dumps(content, sort_keys=True).encode(), digest_size=8).hexdigest()
+    return f"{content_text(content)}\n[screen {digest}]"
 
 
 def make_slots(envs: list[ChatWrapper], tasks: list[tuple[str, int, int]], rng: random.Random) -> list[EpisodeSlot]:
@@ -347,7 +411,15 @@ def make_slots(envs: list[ChatWrapper], tasks: list[tuple[str, int, int]], rng: 
 
 
 def chat_env(
-    env_id: str, kwargs: dict[str, Any], system_prompt: str | None, action_format: ActionFormat = "text"
+    env_id: str,
+    kwargs: dict[str, Any],
+    system_prompt: str | None,
+    action_format: ActionFormat = "text",
+    images: ImageOptions | None = None,
 ) -> ChatWrapper:
-    """A training env: ``gym.make`` wrapped for chat, with the whole history kept."""
-    return ChatWrapper(gym.make(env_id, **kwargs), system_prompt, action_format=action_format)
+    """A training env: ``gym.make`` wrapped for chat, with the whole history kept; with ``images``
+    showing screenshots, browser envs are made with ``screenshot=True``."""
+    screen = screenshot_kwargs(env_id) if images is not None and images.images else {}
+    return ChatWrapper(
+        gym.make(env_id, **{**screen, **kwargs}), system_prompt, action_format=action_format, images=images
+    )

@@ -22,16 +22,18 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import torch
 from torch import nn
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer
 
 from agentgym.evaluation.records import EpisodeRecord
 from agentgym.evaluation.runner import EvalItem, run_eval, stable_seed
 from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams, autocast
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
+from agentgym.llm.vision import VisionGenerator, VisionProcessor, is_vision_model, load_processor
 from agentgym.registry import env_info
 from agentgym.train.advantages import gae, gigpo_advantages, grpo_advantages, whiten
 from agentgym.train.config import TrainConfig, to_dict
@@ -42,6 +44,7 @@ from agentgym.train.rollout import (
     Sampler,
     ServerSampler,
     Trajectory,
+    VisionChatTokens,
     chat_env,
     make_slots,
     play_episodes,
@@ -83,9 +86,17 @@ class Trainer:
         self.device = pick_device(config.model.device)
         weights_dtype, frozen_dtype, self.compute_dtype = precision(config, self.device)
 
-        # The policy: a causal LM, with a LoRA adapter (peft) or fully trainable.
-        self.tokenizer = AutoTokenizer.from_pretrained(config.model.path)
-        model = AutoModelForCausalLM.from_pretrained(config.model.path, dtype=weights_dtype).to(self.device)
+        # The policy: a causal LM or a vision-language model, with a LoRA adapter (peft) or fully trainable.
+        self.processor: VisionProcessor | None = None
+        model_class: Any = AutoModelForCausalLM
+        if is_vision_model(config.model.path):
+            if config.rollout.backend != "hf":
+                raise ValueError("a vision-language model trains with rollout.backend 'hf' (the in-process sampler)")
+            self.processor, model_class = load_processor(config.model.path), AutoModelForImageTextToText
+            self.tokenizer = self.processor.tokenizer
+        else:
+            self.tokenizer = AutoTokenizer.from_pretrained(config.model.path)
+        model = model_class.from_pretrained(config.model.path, dtype=weights_dtype).to(self.device)
         if config.model.gradient_checkpointing:
             model.gradient_checkpointing_enable()
             model.enable_input_require_grads()
@@ -107,13 +118,13 @@ class Trainer:
         # PPO's critic: a linear value head on the policy's last hidden state.
         self.value_head: nn.Linear | None = None
         if self.algorithm.name == "ppo":
-            self.value_head = nn.Linear(model.config.hidden_size, 1).to(self.device)
+            self.value_head = nn.Linear(model.config.get_text_config().hidden_size, 1).to(self.device)
             nn.init.zeros_(self.value_head.weight)
             nn.init.zeros_(self.value_head.bias)
         # The KL reference: the base model (the adapter switched off under LoRA); none at weight 0.
         self.reference: nn.Module | None = None
         if self.algorithm.kl_weight > 0 and config.model.lora is None:
-            reference = AutoModelForCausalLM.from_pretrained(config.model.path, dtype=frozen_dtype)
+            reference = model_class.from_pretrained(config.model.path, dtype=frozen_dtype)
             self.reference = reference.to(self.device).eval().requires_grad_(False)
         parameters = [p for p in self.model.parameters() if p.requires_grad]
         if self.value_head is not None:
@@ -121,8 +132,12 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=config.weight_decay)
 
         # The sampler: in-process generation, or a server that hot-loads our adapter.
-        self.generator = Generator(self.model, self.tokenizer, compute_dtype=self.compute_dtype)
-        self.chat_tokens = ChatTokens(self.tokenizer, sorted(self.generator.eos_token_ids))
+        if self.processor is not None:
+            self.generator: Generator = VisionGenerator(self.model, self.processor, compute_dtype=self.compute_dtype)
+            self.chat_tokens: ChatTokens = VisionChatTokens(self.processor, sorted(self.generator.eos_token_ids))
+        else:
+            self.generator = Generator(self.model, self.tokenizer, compute_dtype=self.compute_dtype)
+            self.chat_tokens = ChatTokens(self.tokenizer, sorted(self.generator.eos_token_ids))
         rollout = config.rollout
         params = SamplingParams(
             temperature=rollout.temperature, top_p=rollout.top_p, max_new_tokens=rollout.max_new_tokens
@@ -163,9 +178,11 @@ class Trainer:
         trajectories = self.rollout()
         rolled = time.perf_counter()
         batch = collate(trajectories, self.tokenizer.pad_token_id or 0)
-        scores = self.score(batch)
+        # A vision-language model's image inputs, per episode, for the forward passes (None: text).
+        images = [self.chat_tokens.model_inputs(t) for t in trajectories] if self.processor is not None else None
+        scores = self.score(batch, images)
         advantages, returns = self.advantages(trajectories, scores.values)
-        losses = self.update(batch, scores, advantages, returns)
+        losses = self.update(batch, scores, advantages, returns, images)
         timings = {"rollout_s": rolled - clock, "update_s": time.perf_counter() - rolled}
         metrics = self.log(trajectories, batch, scores, advantages, losses) | timings
         self.iteration += 1
@@ -186,7 +203,11 @@ class Trainer:
                 if used[which] == len(self.envs[which]):
                     self.envs[which].append(
                         chat_env(
-                            env_config.id, env_config.kwargs, config.rollout.system_prompt, config.rollout.action_format
+                            env_config.id,
+                            env_config.kwargs,
+                            config.rollout.system_prompt,
+                            config.rollout.action_format,
+                            config.rollout.images(),
                         )
                     )
                 envs.append(self.envs[which][used[which]])
@@ -205,8 +226,11 @@ class Trainer:
         )
 
     # ------------------------------------------------------------------------------- score
-    def score(self, batch: Batch) -> Scores:
-        """Score the batch before updating: the trainer's own logprobs ("old"), the critic's values, the reference's."""
+    def score(self, batch: Batch, images: list[dict[str, Any]] | None = None) -> Scores:
+        """Score the batch before updating: the trainer's own logprobs ("old"), the critic's values, the reference's.
+
+        ``images``: each row's image inputs (a vision-language model's); None for a text model.
+        """
         rows_total = len(batch.token_ids)
         size = self.config.minibatch_size
         old_logprobs, values = torch.zeros_like(batch.sampler_logprobs), torch.zeros_like(batch.sampler_logprobs)
@@ -215,18 +239,18 @@ class Trainer:
             self.model.eval()
             for rows in (list(range(i, min(i + size, rows_total))) for i in range(0, rows_total, size)):
                 ids, att = batch.token_ids[rows].to(self.device), batch.attention[rows].to(self.device)
-                logprobs, _, chunk_values = self.forward(ids, att)
+                logprobs, _, chunk_values = self.forward(ids, att, _rows_of(images, rows))
                 old_logprobs[rows], values[rows] = logprobs.cpu(), chunk_values.cpu()
                 if ref_logprobs is not None:
-                    ref_logprobs[rows] = self.reference_logprobs(ids, att).cpu()
+                    ref_logprobs[rows] = self.reference_logprobs(ids, att, _rows_of(images, rows)).cpu()
         return Scores(old_logprobs, values, ref_logprobs)
 
-    def forward(self, token_ids: torch.Tensor, attention: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Token logprobs, entropies and (PPO) values for a padded batch."""
+    def forward(
+        self, token_ids: torch.Tensor, attention: torch.Tensor, images: list[dict[str, Any]] | None = None
+    ) -> tuple[torch.Tensor, ...]:
+        """Token logprobs, entropies and (PPO) values for a padded batch (``images``: each row's image inputs)."""
         with autocast(self.device, self.compute_dtype):
-            output = self.model(
-                input_ids=token_ids, attention_mask=attention, output_hidden_states=self.value_head is not None
-            )
+            output = self._run(self.model, token_ids, attention, images, hidden=self.value_head is not None)
             logprobs, entropy = token_logprobs_and_entropy(output.logits, token_ids)
             values = torch.zeros_like(logprobs)
             if self.value_head is not None:
@@ -235,15 +259,45 @@ class Trainer:
                 values = torch.cat([values[:, :1], self.value_head(hidden)[:, :-1, 0].float()], dim=1)
         return logprobs, entropy, values
 
-    def reference_logprobs(self, token_ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+    def reference_logprobs(
+        self, token_ids: torch.Tensor, attention: torch.Tensor, images: list[dict[str, Any]] | None = None
+    ) -> torch.Tensor:
         """Token logprobs under the reference (the base model with the adapter switched off under LoRA)."""
         with autocast(self.device, self.compute_dtype):
             if self.reference is not None:
-                logits = self.reference(input_ids=token_ids, attention_mask=attention).logits
+                logits = self._run(self.reference, token_ids, attention, images).logits
             else:
                 with self.model.disable_adapter():
-                    logits = self.model(input_ids=token_ids, attention_mask=attention).logits
+                    logits = self._run(self.model, token_ids, attention, images).logits
             return token_logprobs_and_entropy(logits, token_ids)[0]
+
+    def _run(
+        self,
+        model: nn.Module,
+        token_ids: torch.Tensor,
+        attention: torch.Tensor,
+        images: list[dict[str, Any]] | None,
+        hidden: bool = False,
+    ) -> Any:
+        """``model``'s output (logits, and the last hidden states if ``hidden``) for a right-padded batch.
+
+        Rows with images run one at a time, unpadded, with their image inputs (the model places
+        each image's features and positions from its own ids); the outputs are padded back.
+        """
+        if not images:
+            return model(input_ids=token_ids, attention_mask=attention, output_hidden_states=hidden)
+        logits, states = [], []
+        for row, inputs in enumerate(images):
+            length = int(attention[row].sum())
+            inputs = {key: value.to(self.device) for key, value in inputs.items()}
+            if "pixel_values" in inputs:
+                inputs["pixel_values"] = inputs["pixel_values"].to(self.model.dtype)
+            output = model(input_ids=token_ids[row : row + 1, :length], output_hidden_states=hidden, **inputs)
+            pad = token_ids.shape[1] - length
+            logits.append(nn.functional.pad(output.logits, (0, 0, 0, pad)))
+            if hidden:
+                states.append(nn.functional.pad(output.hidden_states[-1], (0, 0, 0, pad)))
+        return SimpleNamespace(logits=torch.cat(logits), hidden_states=[torch.cat(states)] if hidden else None)
 
     # -------------------------------------------------------------------------- advantages
     def advantages(
@@ -272,7 +326,12 @@ class Trainer:
 
     # ------------------------------------------------------------------------------ update
     def update(
-        self, batch: Batch, scores: Scores, advantages: torch.Tensor, returns: torch.Tensor | None
+        self,
+        batch: Batch,
+        scores: Scores,
+        advantages: torch.Tensor,
+        returns: torch.Tensor | None,
+        images: list[dict[str, Any]] | None = None,
     ) -> dict[str, float]:
         """``epochs`` passes of shuffled minibatch updates; the mean of each loss term over them."""
         config, algorithm = self.config, self.algorithm
@@ -286,7 +345,9 @@ class Trainer:
                 rows = rows_order[start : start + config.minibatch_size]
                 batch_mask = batch.mask[rows].to(self.device)
                 logprobs, entropy, values = self.forward(
-                    batch.token_ids[rows].to(self.device), batch.attention[rows].to(self.device)
+                    batch.token_ids[rows].to(self.device),
+                    batch.attention[rows].to(self.device),
+                    _rows_of(images, rows),
                 )
                 how = algorithm.loss_aggregation
                 loss, clip = clipped_policy_loss(
@@ -378,6 +439,7 @@ class Trainer:
                     concurrency=config.eval_concurrency,
                     system_prompt=config.rollout.system_prompt,
                     action_format=config.rollout.action_format,
+                    images=config.rollout.images(),
                     on_episode=records.append,
                 )
             finally:
@@ -419,7 +481,7 @@ class Trainer:
         folder = self.out / "checkpoints" / f"iteration-{self.iteration:06d}"
         folder.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(folder / "model")
-        self.tokenizer.save_pretrained(folder / "model")
+        (self.processor or self.tokenizer).save_pretrained(folder / "model")
         trainable = {name: p.detach().cpu() for name, p in self.model.named_parameters() if p.requires_grad}
         state = {
             "iteration": self.iteration,
@@ -479,6 +541,11 @@ class Scores(NamedTuple):
     old_logprobs: torch.Tensor  #: the trainer's own logprobs, the ratio's denominator
     values: torch.Tensor  #: the critic's values (PPO; zeros otherwise)
     ref_logprobs: torch.Tensor | None  #: the KL reference's logprobs; None at KL weight 0
+
+
+def _rows_of(images: list[dict[str, Any]] | None, rows: list[int]) -> list[dict[str, Any]] | None:
+    """The image inputs of ``rows`` (None for a text model)."""
+    return None if images is None else [images[row] for row in rows]
 
 
 def collate(trajectories: list[Trajectory], pad_id: int) -> Batch:
