@@ -394,3 +394,9 @@ def test_on_ray_the_limit_holds_per_node(monkeypatch: pytest.MonkeyPatch) -> Non
     assert not ray_backend.has_room(full, "Capped-v0", {})
     assert ray_backend.has_room(full, "Free-v0", {})  # other families are not held up
     assert ray_backend.has_room(full, "Capped-v0", {}, {"capped": 3})  # the user's override
+
+
+def test_waiting_for_a_family_slot_is_not_episode_time(tmp_path: Path) -> None:
+    policy = CountingPolicy()  # 0.1 s per reply, 2 replies: ~0.2 s an episode, 4 episodes queue for 2 slots
+    evaluate(policy, [EvalItem("Capped-v0", 8)], tmp_path, concurrency=64)
+    assert max(record.wall_s for record in read_episodes(tmp_path).values()) < 0.6

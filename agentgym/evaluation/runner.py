@@ -297,9 +297,9 @@ class Runner:
         An attempt that meets an infrastructure failure is played again on a fresh env (after
         ``retry_delay_s`` times the attempt number), up to ``infra_retries`` times; policy errors are not retried.
         """
-        started, clock = _now(), time.perf_counter()
         retries: list[str] = []
-        async with self._slot(planned.item):
+        async with self._slot(planned.item):  # waiting for the family's slot is not the episode's time
+            started, clock = _now(), time.perf_counter()
             for attempt in range(self.infra_retries + 1):
                 record, failure = await self._attempt(planned)
                 if failure is None or attempt == self.infra_retries:
