@@ -37,7 +37,8 @@ def bring_up(sites: Sequence[Site], report: Callable[[str], None]) -> None:
     """Install, seed and start ``sites`` where not done yet (minutes the first time), reporting each one's time."""
     for site in sites:
         start = time.perf_counter()
-        report(f"{site.name}: installing, seeding and starting where not done yet (minutes the first time) ...")
+        if not site.running():
+            report(f"{site.name}: installing, seeding and starting where not done yet (minutes the first time) ...")
         site.ensure_ready()
         report(f"{site.name}: up in {time.perf_counter() - start:.1f} s at {site.base_url(0)}/ (tenant 0)")
 
