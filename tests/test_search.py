@@ -243,9 +243,10 @@ def test_long_documents_are_paged(small_envs: dict[str, SearchEnv]) -> None:
     assert len(pages) >= 3 and all(len(page) <= 1500 for page in pages)
     observation, *_ = env.step(f"open[doc{long_doc}; page=2]")
     assert f"(page 2 of {len(pages)})" in observation and pages[1] in observation
-    last_words = pages[-1].split(".")[0][-40:]
-    observation, *_ = env.step(f"find[{last_words}]")
-    assert f"page {len(pages)}:" in observation
+    earlier = "\n".join(pages[:-1]).lower()
+    unique = next(pages[-1][i : i + 50] for i in range(len(pages[-1]) - 50) if pages[-1][i : i + 50].lower() not in earlier)
+    observation, *_ = env.step(f"find[{unique}]")
+    assert f"page {len(pages)}:" in observation and "page 1:" not in observation
 
 
 @pytest.mark.parametrize(

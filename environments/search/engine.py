@@ -26,7 +26,6 @@ Termination: the answer. Truncation: the registered step limit.
 from __future__ import annotations
 
 import abc
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -44,6 +43,7 @@ MAX_ANSWER_CHARS = 500
 _SEARCH = re.compile(r"search\s*\[(?P<query>.*?)(?:;\s*k\s*=\s*(?P<k>\d+)\s*)?\]", re.IGNORECASE | re.DOTALL)
 _OPEN = re.compile(r"open\s*\[\s*(?P<doc>[^;\]]*?)\s*(?:;\s*page\s*=\s*(?P<page>\d+)\s*)?\]", re.IGNORECASE)
 _FIND = re.compile(r"find\s*\[(?P<text>.*)\]", re.IGNORECASE | re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _ANSWER = re.compile(r"answer\s*\[(?P<text>.*)\]", re.IGNORECASE | re.DOTALL)
 
 
@@ -102,23 +102,22 @@ def paginate(text: str, page_chars: int = PAGE_CHARS) -> list[str]:
 
 
 def snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> str:
-    """The sentence (or line) of ``text`` sharing the most terms with ``query``, cut to ``limit`` characters."""
+    """The sentence (or line) of ``text`` holding the most of ``query``'s terms, cut to ``limit`` characters.
+
+    A term counts when its stem occurs in the lowercased sentence (stems are prefixes of the
+    words they come from), which is fast enough to run on every result of every search.
+    """
     terms = set(tokenize(query))
     best, best_overlap = "", -1
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
+    for sentence in _SENTENCE_END.split(text):
         sentence = sentence.strip()
         if not sentence:
             continue
-        overlap = len(terms & _terms(sentence)) if terms else 0
+        lowered = sentence.lower()
+        overlap = sum(term in lowered for term in terms)
         if overlap > best_overlap:
             best, best_overlap = sentence, overlap
     return best if len(best) <= limit else best[: limit - 1].rstrip() + "…"
-
-
-@functools.lru_cache(maxsize=65_536)
-def _terms(sentence: str) -> frozenset[str]:
-    """A sentence's index terms (cached: documents repeat their sentences across searches)."""
-    return frozenset(tokenize(sentence))
 
 
 class SearchToolsEnv(TextEnv):

@@ -45,7 +45,7 @@ class _WorldCorpus:
         self.num_docs = world.num_docs
 
     def title(self, doc: int) -> str:
-        return self.world.document(doc).title
+        return self.world.title(doc)
 
     def text(self, doc: int) -> str:
         return self.world.document(doc).text

@@ -33,6 +33,7 @@ import functools
 import hashlib
 import json
 import random
+import string
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -171,7 +172,7 @@ class World:
         self.secondary_offset = offset
         self.num_docs = offset + config.secondary
         #: Recently rendered documents (shared by every env of the process; a search renders its results).
-        self.document = functools.lru_cache(maxsize=256)(self._render)
+        self.document = functools.lru_cache(maxsize=1024)(self._render)
 
     # ---- generation -----------------------------------------------------------------
 
@@ -387,6 +388,15 @@ class World:
                 return entity_type, doc - self.offsets[entity_type]
         return None
 
+    def title(self, doc: int) -> str:
+        """A document's title, without rendering its text."""
+        entity = self.entity_of(doc)
+        if entity is not None:
+            return self.names[entity[0]][entity[1]]
+        kind, index = self.secondary[doc - self.secondary_offset]
+        subject = {"news": "event", "review": "work", "forum": "person"}[kind]
+        return TEMPLATES["secondary"][kind]["title"].format(name=self.names[subject][index])
+
     @staticmethod
     def doc_id(doc: int) -> str:
         """The id agents see and open: ``doc`` followed by the index."""
@@ -475,22 +485,29 @@ class World:
         return [" ".join(self._filler_sentences(name, rng, rng.randint(2, 4))) for _ in range(count)]
 
     def _filler_sentences(self, name: str, rng: random.Random, count: int) -> list[str]:
-        templates = TEMPLATES["filler"]
+        templates, counts, names = _FILLER, self.counts, self.names
         sentences = []
         for _ in range(count):
-            work = rng.randrange(self.counts["work"])
-            sentences.append(
-                templates[rng.randrange(len(templates))].format(
-                    name=name,
-                    other_person=self.names["person"][rng.randrange(self.counts["person"])],
-                    other_org=self.names["organisation"][rng.randrange(self.counts["organisation"])],
-                    other_city=self.names["city"][rng.randrange(self.counts["city"])],
-                    other_work=self.names["work"][work],
-                    other_kind=self.kind_name("work", work),
-                )
-            )
+            template, fields = templates[int(rng.random() * len(templates))]
+            values = {"name": name}
+            if "other_person" in fields:
+                values["other_person"] = names["person"][int(rng.random() * counts["person"])]
+            if "other_org" in fields:
+                values["other_org"] = names["organisation"][int(rng.random() * counts["organisation"])]
+            if "other_city" in fields:
+                values["other_city"] = names["city"][int(rng.random() * counts["city"])]
+            if "other_work" in fields:
+                work = int(rng.random() * counts["work"])
+                values["other_work"], values["other_kind"] = names["work"][work], self.kind_name("work", work)
+            sentences.append(template.format(**values))
         return sentences
 
+
+#: The filler templates with the fields each one uses (only those are drawn).
+_FILLER = [
+    (template, frozenset(field for _, field, _, _ in string.Formatter().parse(template) if field))
+    for template in TEMPLATES["filler"]
+]
 
 _WORLDS: dict[WorldConfig, World] = {}
 _WORLDS_LOCK = threading.Lock()
