@@ -73,7 +73,11 @@ ROOT_CALLER_USER = (UNPRIVILEGED_UID, UNPRIVILEGED_GID)
 #: Defaults of the ``docker_*`` keyword arguments (see the module docstring).
 DEFAULTS: dict[str, Any] = {"memory": "2g", "cpus": 1.0, "pids_limit": 256, "startup_timeout": 60.0}
 #: Family -> the defaults it changes: the web apps run five sites, PostgreSQL and Chromium in one container.
-FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {"webapps": {"memory": "4g", "cpus": 2.0, "pids_limit": 4096}}
+#: WebApps' server brings its sites up before it listens (``agentgym serve`` prepares its envs), which takes
+#: longer than the default startup timeout.
+FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "webapps": {"memory": "4g", "cpus": 2.0, "pids_limit": 4096, "startup_timeout": 300.0}
+}
 #: How long ``docker rm --force`` may take before the container is left to its lifeline.
 STOP_TIMEOUT_S = 30.0
 #: Where the shared folder is mounted in the container.

@@ -61,6 +61,7 @@ class ServerProcess:
         command = [
             *(sys.executable, "-m", "agentgym.serving.server", *env_ids),
             *("--fd", str(listener.fileno()), "--exit-with-fd", str(lifeline_read)),
+            "--no-prepare",  # answer within the startup timeout; `agentgym eval` prepared this machine already
             *("--max-sessions", str(max_sessions), "--session-ttl", str(session_ttl_s), "--log-level", "warning"),
             *server_args,
         ]
