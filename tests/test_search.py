@@ -313,11 +313,11 @@ def test_user_corpus_in_search_r1_format(tmp_path: Path) -> None:
     assert env.splits.counts() == {"train": 0, "dev": 0, "test": 2}
     observation, info = env.reset(options={"task_id": 0})
     assert "evan morris lobby" in observation
-    observation, *_ = env.step("search[evan morris lobbyist]")
+    observation, *_ = env.step("<think>I need to find Evan Morris.</think>\n<search> evan morris lobbyist </search>")
     assert observation.splitlines()[1].startswith("[0] Evan Morris: ")
     observation, *_ = env.step("open[0]")
     assert "lobbyist for Genentech" in observation
-    *_, terminated, _, info = env.step("answer[genentech inc]")
+    *_, terminated, _, info = env.step("<think>Morris lobbied for Genentech.</think>\n<answer> Genentech Inc </answer>")
     assert terminated and info["success"] and info["f1"] == 1.0 and info["searches"] == 1 and info["reads"] == 1
 
 

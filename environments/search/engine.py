@@ -5,7 +5,8 @@ Search-R1 corpus (:mod:`.corpus`) share. A subclass supplies a :class:`Corpus` (
 texts by document index, document ids, a BM25 index) and, per task, the question and its
 gold answers.
 
-Actions (text, one per reply, or the function tools of ``tools.yaml``):
+Actions (text, one per reply, or the function tools of ``tools.yaml``; Search-R1's
+``<search>QUERY</search>`` and ``<answer>TEXT</answer>`` tags are read too):
 
 * ``search[QUERY]`` or ``search[QUERY; k=K]``: the ``K`` (default 5, at most 20) best
   documents by BM25, each as ``[doc id] title: snippet`` (the snippet is the passage of the
@@ -33,6 +34,7 @@ from typing import Any, Protocol
 from agentgym.core import InvalidAction, TextEnv, quote
 from agentgym.environments.search.scoring import exact_match, token_f1
 from agentgym.retrieval import BM25Index, tokenize
+from agentgym.utils.text import strip_thinking
 
 DEFAULT_K, MAX_K = 5, 20
 PAGE_CHARS = 1500
@@ -43,6 +45,7 @@ MAX_ANSWER_CHARS = 500
 _SEARCH = re.compile(r"search\s*\[(?P<query>.*?)(?:;\s*k\s*=\s*(?P<k>\d+)\s*)?\]", re.IGNORECASE | re.DOTALL)
 _OPEN = re.compile(r"open\s*\[\s*(?P<doc>[^;\]]*?)\s*(?:;\s*page\s*=\s*(?P<page>\d+)\s*)?\]", re.IGNORECASE)
 _FIND = re.compile(r"find\s*\[(?P<text>.*)\]", re.IGNORECASE | re.DOTALL)
+_SEARCH_R1_TAG = re.compile(r"<(search|answer)>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _ANSWER = re.compile(r"answer\s*\[(?P<text>.*)\]", re.IGNORECASE | re.DOTALL)
 
@@ -149,6 +152,18 @@ class SearchToolsEnv(TextEnv):
         """Task ``task_id``'s question and its gold answers."""
 
     # ---- the contract ---------------------------------------------------------------
+
+    def extract_action(self, reply: str) -> str:
+        """The command in a reply: an ``Action:`` line as elsewhere, or Search-R1's tags.
+
+        A reply whose last tag is ``<search>QUERY</search>`` or ``<answer>TEXT</answer>`` (the
+        format Search-R1's models are trained to write) plays ``search[QUERY]`` or ``answer[TEXT]``.
+        """
+        tags = list(_SEARCH_R1_TAG.finditer(strip_thinking(reply)))
+        if tags:
+            last = tags[-1]
+            return f"{last.group(1).lower()}[{last.group(2).strip()}]"
+        return super().extract_action(reply)
 
     @property
     def action_syntax(self) -> str:
