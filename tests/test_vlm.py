@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from asgi import serving_in_thread
@@ -224,3 +225,40 @@ def test_eval_runs_a_vlm_on_the_screen_families(server: str, tmp_path: Path) -> 
         # Every observation's screenshot went to the model; the record names the files, not data URLs.
         assert urls == record["screenshots"][: len(urls)] and len(urls) == record["steps"] + 1
         assert all((tmp_path / url).is_file() for url in urls)
+
+
+# ---- a remote env's screenshot reaches the model unchanged -----------------------------------
+
+
+class LastObservation(gym.Wrapper):
+    """Keeps the observation the env (here: a RemoteEnv, after the wire) returned last."""
+
+    def reset(self, **kwargs: Any) -> Any:
+        self.seen, info = self.env.reset(**kwargs)
+        return self.seen, info
+
+    def step(self, action: Any) -> Any:
+        self.seen, *rest = self.env.step(action)
+        return (self.seen, *rest)
+
+
+def test_a_remote_screenshot_round_trips_to_the_message_unchanged() -> None:
+    from agentgym.serving.client import RemoteEnv
+    from agentgym.serving.server import create_app as create_env_app
+    from agentgym.wrappers.chat import ChatWrapper
+
+    env_id = "MiniWoB-click-button-v0"
+    local = gym.make(env_id, screenshot=True)
+    expected, _ = local.reset(seed=0, options={"task_id": 3})
+    local.close()
+    with serving_in_thread(create_env_app([env_id])) as url:
+        remote = LastObservation(RemoteEnv(url, env_id, screenshot=True))
+        chat = ChatWrapper(remote, images=ImageOptions("both", max_pixels=None))
+        try:
+            messages, _ = chat.reset(seed=0, options={"task_id": 3})
+            sent = np.asarray(vision.decode_image(vision.image_url(messages[1]["content"][0])))
+            assert np.array_equal(sent, remote.seen["screenshot"])  # what came over the wire is what is sent
+            assert np.array_equal(remote.seen["screenshot"], expected["screenshot"])  # and what the env rendered
+            assert messages[1]["content"][1]["text"] == expected["text"]
+        finally:
+            chat.close()

@@ -53,7 +53,7 @@ LLAVA_CHAT_TEMPLATE = (
 QWEN_TOKENS = ["<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
 
 
-def _text_config(vocabulary: int, context_length: int) -> dict:
+def _text_config(vocabulary: int, context_length: int, initializer_range: float = 0.2) -> dict:
     return {
         "vocab_size": vocabulary,
         "hidden_size": 64,
@@ -62,13 +62,18 @@ def _text_config(vocabulary: int, context_length: int) -> dict:
         "num_attention_heads": 4,
         "num_key_value_heads": 2,
         "max_position_embeddings": context_length,
-        # Large random weights: peaked next-token distributions, so greedy decoding is stable.
-        "initializer_range": 0.2,
+        # Large random weights (the default): peaked next-token distributions, so greedy decoding is stable.
+        "initializer_range": initializer_range,
     }
 
 
-def build_tiny_qwen2_vl(folder: Path, context_length: int = 8192, max_pixels: int = 28 * 28 * 64) -> Path:
-    """Save the tiny Qwen2-VL, its tokenizer and image processor in ``folder``; return ``folder``."""
+def build_tiny_qwen2_vl(
+    folder: Path, context_length: int = 8192, max_pixels: int = 28 * 28 * 64, initializer_range: float = 0.2
+) -> Path:
+    """Save the tiny Qwen2-VL, its tokenizer and image processor in ``folder``; return ``folder``.
+
+    A small ``initializer_range`` gives flat next-token distributions (exploration, for learning runs).
+    """
     from transformers.models.qwen2_vl import Qwen2VLImageProcessorPil
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -79,7 +84,7 @@ def build_tiny_qwen2_vl(folder: Path, context_length: int = 8192, max_pixels: in
     tokenizer.eos_token = "<|im_end|>"
     tokenizer.chat_template = QWEN_VL_CHAT_TEMPLATE
     ids = {token: tokenizer.convert_tokens_to_ids(token) for token in QWEN_TOKENS}
-    text = _text_config(len(tokenizer), context_length)
+    text = _text_config(len(tokenizer), context_length, initializer_range)
     text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}
     text |= {
         "eos_token_id": ids["<|im_end|>"],
