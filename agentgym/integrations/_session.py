@@ -65,7 +65,8 @@ class EnvSession:
     """One env for one client session, its calls on a thread of its own unless the env is ``inline_safe``.
 
     Envs bound to a thread (browsers) stay on that one thread; puzzles run on the caller's
-    event loop. ``last`` is the latest :func:`step_result` (None before the first reset).
+    event loop. ``last`` is the latest :func:`step_result` (None before the first reset);
+    ``screenshot`` the latest observation's ``"screenshot"`` (uint8 HxWx3) where it has one.
     """
 
     def __init__(self, env_id: str, kwargs: dict[str, Any] | None = None, max_episode_steps: int | None = None):
@@ -77,6 +78,7 @@ class EnvSession:
         )
         self.env: gym.Env | None = None
         self.last: dict[str, Any] | None = None
+        self.screenshot: Any = None
         self.lock = asyncio.Lock()
 
     async def run(self, function: Callable[[], T]) -> T:
@@ -94,12 +96,15 @@ class EnvSession:
     async def reset(self, seed: int | None = None, task_id: int | None = None, split: str | None = None) -> dict:
         env = await self.get_env()
         observation, info = await self.run(lambda: env.reset(seed=seed, options=reset_options(task_id, split)))
+        self.screenshot = _screenshot(observation)
         self.last = step_result(observation, 0.0, False, False, info)
         return self.last
 
     async def step(self, action: Any) -> dict[str, Any]:
         env = await self.get_env()
-        self.last = step_result(*await self.run(lambda: env.step(action)))
+        outcome = await self.run(lambda: env.step(action))
+        self.screenshot = _screenshot(outcome[0])
+        self.last = step_result(*outcome)
         return self.last
 
     async def close(self) -> None:
@@ -111,3 +116,8 @@ class EnvSession:
         finally:
             if self.executor is not None:
                 self.executor.shutdown(wait=False)
+
+
+def _screenshot(observation: Any) -> Any:
+    """The observation's ``"screenshot"`` array, or None (text observations)."""
+    return observation.get("screenshot") if isinstance(observation, dict) else None

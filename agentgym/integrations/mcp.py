@@ -7,7 +7,9 @@ session idles past ``--session-ttl``). The server offers:
 
 * **tools**: ``reset(task_id?, split?, seed?)`` starts an episode; the env's own
   function tools (``TextEnv.tools()``, e.g. Sokoban's ``move(direction)``) play one step
-  each. Every result is the observation as text content plus structured content
+  each. Every result is the observation as text content (and, for a screen env, its
+  screenshot as PNG image content: ``agentgym mcp MiniWoB-click-button-v0 screenshot=true``,
+  or Desktop-v0) plus structured content
   ``{"observation", "reward", "terminated", "truncated", "score", "success",
   "invalid_action", "task_id", "steps"}`` (the tools' ``outputSchema``). A call the env
   cannot execute (arguments that miss the schema, an illegal move) is a result with
@@ -43,6 +45,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from agentgym.core import SPLIT_NAMES
 from agentgym.integrations._session import STEP_RESULT_SCHEMA, EnvSession, make_env
 from agentgym.registry import env_info
+from agentgym.wrappers.vision import ImageOptions, encode_screenshot
 
 #: The resource that holds the session's episode state.
 EPISODE_URI = "agentgym://episode"
@@ -140,9 +143,7 @@ class EnvMCPServer:
                 return _error("No episode is running: call the `reset` tool first.")
             result = await session.step({"name": params.name, "arguments": arguments})
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result["observation"])],
-            structured_content=result,
-            is_error=result["invalid_action"],
+            content=_content(session, result), structured_content=result, is_error=result["invalid_action"]
         )
 
     async def _reset(self, session: EnvSession, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -159,9 +160,7 @@ class EnvMCPServer:
             result = await session.reset(seed=seed, task_id=task_id, split=split)
         except (TypeError, ValueError) as error:  # a task id out of range
             return _error(f"reset: {error}")
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result["observation"])], structured_content=result
-        )
+        return types.CallToolResult(content=_content(session, result), structured_content=result)
 
     async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(
@@ -260,6 +259,15 @@ def _version() -> str:
     from agentgym import __version__
 
     return __version__
+
+
+def _content(session: EnvSession, result: dict[str, Any]) -> list[Any]:
+    """A result's content: the observation's text, then its screenshot as a PNG image where it has one."""
+    content: list[Any] = [types.TextContent(type="text", text=result["observation"])]
+    if session.screenshot is not None:
+        url, _ = encode_screenshot(session.screenshot, ImageOptions("screenshot", max_pixels=None))
+        content.append(types.ImageContent(type="image", data=url.partition(",")[2], mime_type="image/png"))
+    return content
 
 
 def parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from pydantic_core import PydanticCustomError
 from agentgym.core import observation_text
 from agentgym.integrations._session import make_env, reset_options
 from agentgym.registry import env_info
+from agentgym.wrappers.vision import ImageOptions, encode_screenshot
 
 DEFAULT_MAX_SESSIONS = 1024
 
@@ -76,6 +77,9 @@ class AgentGymObservation(Observation):
     task_id: int | None = None
     steps: int = 0
     tools: list[dict[str, Any]] | None = Field(default=None, description="the env's function tools (after reset)")
+    image: str | None = Field(
+        default=None, description="a screen env's screenshot as a PNG data URL (an image_url part's url)"
+    )
 
 
 class AgentGymState(State):
@@ -157,8 +161,10 @@ class AgentGymEnvironment(Environment[AgentGymAction, AgentGymObservation, Agent
         info: dict[str, Any],
         tools: list[dict[str, Any]] | None = None,
     ) -> AgentGymObservation:
+        pixels = observation.get("screenshot") if isinstance(observation, dict) else None
         return AgentGymObservation(
             text=observation_text(observation),
+            image=None if pixels is None else encode_screenshot(pixels, ImageOptions("screenshot", None))[0],
             reward=reward,
             done=bool(terminated or truncated),
             terminated=bool(terminated),
