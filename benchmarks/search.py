@@ -143,7 +143,9 @@ def child_play(cache_dir: str, questions: int) -> dict[str, Any]:
     started = time.perf_counter()
     for task_id in sample:
         info = oracle_episode(env, task_id)
-        row = kinds.setdefault(info["question_kind"], {"oracle": [], "no_search": [], "steps": [], "searches": [], "reads": []})
+        row = kinds.setdefault(
+            info["question_kind"], {"oracle": [], "no_search": [], "steps": [], "searches": [], "reads": []}
+        )
         row["oracle"].append(float(info["success"]))
         row["steps"].append(info["steps"])
         row["searches"].append(info["searches"])
@@ -209,8 +211,13 @@ def child_million(cache_dir: str, questions: int) -> dict[str, Any]:
     written = time.perf_counter()
     questions_file = folder / "questions.jsonl"
     rng = random.Random(1)
-    sample = [make_question(worlds[0], rng.choice(("single", "bridge2", "bridge3", "count")), "test", rng) for _ in range(questions)]
-    questions_file.write_text("".join(json.dumps({"question": q.text, "golden_answers": [q.answer]}) + "\n" for q in sample))
+    sample = [
+        make_question(worlds[0], rng.choice(("single", "bridge2", "bridge3", "count")), "test", rng)
+        for _ in range(questions)
+    ]
+    questions_file.write_text(
+        "".join(json.dumps({"question": q.text, "golden_answers": [q.answer]}) + "\n" for q in sample)
+    )
     env = CorpusSearchEnv(corpus=corpus, test=questions_file, cache_dir=folder)
     env.reset(options={"task_id": 0})
     built = time.perf_counter()
@@ -236,19 +243,23 @@ def markdown(results: dict[str, Any]) -> str:
     lines = [
         "# Search: index, latency, memory, baselines",
         "",
-        f"`python benchmarks/search.py` ({results['questions']} test questions; each measurement in a fresh process; "
-        f"{results['machine']}; 1-minute load average {results['load_average']:.1f} at start; {results['seconds']:.0f} s in all)",
+        f"`python benchmarks/search.py` ({results['questions']} test questions; each measurement in a fresh "
+        f"process; {results['machine']}; 1-minute load average {results['load_average']:.1f} at start; "
+        f"{results['seconds']:.0f} s in all)",
         "",
         "| measure | value | target |",
         "|---|---|---|",
-        f"| 100k: documents, terms, postings | {cold['num_docs']:,}, {cold['num_terms']:,}, {cold['num_postings']:,} |  |",
-        f"| 100k: make + first reset, no cached index (world + index build) | {cold['make_and_first_reset_s']:.1f} s |  |",
+        f"| 100k: documents, terms, postings | {cold['num_docs']:,}, {cold['num_terms']:,}, "
+        f"{cold['num_postings']:,} |  |",
+        f"| 100k: make + first reset, no cached index (world + index build) | "
+        f"{cold['make_and_first_reset_s']:.1f} s |  |",
         f"| 100k: index size on disk | {cold['index_mib']:.1f} MiB |  |",
         f"| 100k: make + first reset, cached index | {warm['make_and_first_reset_s']:.2f} s |  |",
         f"| 100k: search median, p99 (k = 20; {play['search_latency']['count']} queries) | "
         f"{play['search_latency']['median_ms']:.2f} ms, {play['search_latency']['p99_ms']:.2f} ms |  |",
         f"| 100k: RSS 1 env → 51 envs | {play['rss_one_env_mib']:.1f} → {play['rss_51_envs_mib']:.1f} MiB |  |",
-        f"| 100k: per extra env (RSS; anonymous) | {play['per_extra_env_kib']:.0f} KiB; {play['anon_per_extra_env_kib']:.0f} KiB | < 1 MB |",
+        f"| 100k: per extra env (RSS; anonymous) | {play['per_extra_env_kib']:.0f} KiB; "
+        f"{play['anon_per_extra_env_kib']:.0f} KiB | < 1 MB |",
         f"| 100k: oracle episodes per second (one env) | {play['oracle_episodes_per_s']:.1f} |  |",
     ]
     million = results.get("million")
@@ -259,8 +270,10 @@ def markdown(results: dict[str, Any]) -> str:
             f"| 1M: index build (CorpusSearchEnv, Search-R1 JSONL) | {million['build_index_s']:.0f} s |  |",
             f"| 1M: index size on disk, terms | {million['index_mib']:.0f} MiB, {million['num_terms']:,} |  |",
             f"| 1M: search median, p99 (k = 20; {million['search_latency']['count']} queries) | "
-            f"{million['search_latency']['median_ms']:.2f} ms, {million['search_latency']['p99_ms']:.2f} ms | median < 20 ms |",
-            f"| 1M: RSS after the searches (anonymous part) | {million['rss_mib']:.0f} MiB ({million['anon_mib']:.0f} MiB) |  |",
+            f"{million['search_latency']['median_ms']:.2f} ms, {million['search_latency']['p99_ms']:.2f} ms "
+            "| median < 20 ms |",
+            f"| 1M: RSS after the searches (anonymous part) | {million['rss_mib']:.0f} MiB "
+            f"({million['anon_mib']:.0f} MiB) |  |",
         ]
     lines += [
         "",
@@ -283,7 +296,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=300)
     parser.add_argument("--skip-1m", action="store_true")
-    parser.add_argument("--cache-dir", default=None, help="where the 1M corpus and index go (default: a temporary folder)")
+    parser.add_argument(
+        "--cache-dir", default=None, help="where the 1M corpus and index go (default: a temporary folder)"
+    )
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--child", nargs="+")
     args = parser.parse_args()

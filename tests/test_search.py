@@ -1,7 +1,8 @@
 """The search family (environments/search) and the shared BM25 index (agentgym/retrieval).
 
 A small world (2,000 people, 5,562 documents) keeps these tests fast; the registered ids'
-default world is played by tests/test_contract.py and benchmarks/search.py.
+default world is played by tests/test_contract.py and benchmarks/search.py; docs/search.md's
+examples run in tests/test_docs.py.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ import pytest
 import agentgym
 from agentgym.environments.search.baselines import answer_prior, no_search_answer
 from agentgym.environments.search.corpus import CorpusSearchEnv, SearchSetupError
-from agentgym.environments.search.env import SearchEnv
 from agentgym.environments.search.engine import paginate
+from agentgym.environments.search.env import SearchEnv
 from agentgym.environments.search.questions import DIFFICULTIES, KINDS
 from agentgym.environments.search.scoring import exact_match, normalize_answer, token_f1
 from agentgym.environments.search.world import World, WorldConfig
 from agentgym.retrieval import BM25Index, shared_index, tokenize
-from agentgym.retrieval.bm25 import B, K1
+from agentgym.retrieval.bm25 import K1, B
 
 SMALL = 2_000
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,7 +154,11 @@ def test_documents_vary_in_length_and_forum_posts_conflict(small_envs: dict[str,
     world = small_envs["medium"].world
     lengths = [len(world.document(doc).text) for doc in range(0, world.num_docs, 7)]
     assert min(lengths) < 300 and max(lengths) > 4 * 1500  # one-paragraph notes and multi-page articles
-    forums = [doc for doc in range(world.secondary_offset, world.num_docs) if world.secondary[doc - world.secondary_offset][0] == "forum"]
+    forums = [
+        doc
+        for doc in range(world.secondary_offset, world.num_docs)
+        if world.secondary[doc - world.secondary_offset][0] == "forum"
+    ]
     assert forums
     for doc in forums[:50]:
         person = world.secondary[doc - world.secondary_offset][1]
@@ -212,7 +217,9 @@ def test_train_and_test_questions_touch_disjoint_subjects(small_envs: dict[str, 
 def test_questions_are_deterministic(search_cache: Path) -> None:
     first = SearchEnv("hard", people=SMALL, cache_dir=str(search_cache))
     second = SearchEnv("hard", people=SMALL, cache_dir=str(search_cache))
-    assert [first.question_for(t) for t in range(0, 12_000, 997)] == [second.question_for(t) for t in range(0, 12_000, 997)]
+    assert [first.question_for(t) for t in range(0, 12_000, 997)] == [
+        second.question_for(t) for t in range(0, 12_000, 997)
+    ]
 
 
 # ---- the tools ------------------------------------------------------------------------
@@ -244,7 +251,9 @@ def test_long_documents_are_paged(small_envs: dict[str, SearchEnv]) -> None:
     observation, *_ = env.step(f"open[doc{long_doc}; page=2]")
     assert f"(page 2 of {len(pages)})" in observation and pages[1] in observation
     earlier = "\n".join(pages[:-1]).lower()
-    unique = next(pages[-1][i : i + 50] for i in range(len(pages[-1]) - 50) if pages[-1][i : i + 50].lower() not in earlier)
+    unique = next(
+        pages[-1][i : i + 50] for i in range(len(pages[-1]) - 50) if pages[-1][i : i + 50].lower() not in earlier
+    )
     observation, *_ = env.step(f"find[{unique}]")
     assert f"page {len(pages)}:" in observation and "page 1:" not in observation
 
@@ -291,12 +300,25 @@ def test_ids_are_registered() -> None:
 # ---- the user's corpus (Search-R1's formats) ------------------------------------------
 
 CORPUS = [
-    {"id": "0", "contents": '"Evan Morris"\nEvan L. Morris (January 26, 1977 - July 9, 2015) was a lobbyist for Genentech.'},
-    {"id": "1", "contents": '"Lake Tahoe"\nLake Tahoe is a large freshwater lake in the Sierra Nevada of the United States.'},
-    {"id": "2", "contents": '"Genentech"\nGenentech is a biotechnology corporation founded in 1976 in South San Francisco.'},
+    {
+        "id": "0",
+        "contents": '"Evan Morris"\nEvan L. Morris (January 26, 1977 - July 9, 2015) was a lobbyist for Genentech.',
+    },
+    {
+        "id": "1",
+        "contents": '"Lake Tahoe"\nLake Tahoe is a large freshwater lake in the Sierra Nevada of the United States.',
+    },
+    {
+        "id": "2",
+        "contents": '"Genentech"\nGenentech is a biotechnology corporation founded in 1976 in South San Francisco.',
+    },
 ]
 QUESTIONS = [
-    {"id": "test_0", "question": "which company did evan morris lobby for", "golden_answers": ["Genentech", "Genentech Inc."]},
+    {
+        "id": "test_0",
+        "question": "which company did evan morris lobby for",
+        "golden_answers": ["Genentech", "Genentech Inc."],
+    },
     {"id": "test_1", "question": "in which mountains is lake tahoe", "golden_answers": ["Sierra Nevada"]},
 ]
 
@@ -337,7 +359,9 @@ def test_user_questions_from_search_r1_parquet(tmp_path: Path) -> None:
     ]
     parquet.write_table(pyarrow.Table.from_pylist(rows), tmp_path / "test.parquet")
     corpus = write_jsonl(tmp_path / "corpus.jsonl", [{**row, "id": f"p{i}"} for i, row in enumerate(CORPUS)])
-    env = CorpusSearchEnv(corpus=corpus, train=tmp_path / "test.parquet", test=tmp_path / "test.parquet", cache_dir=tmp_path)
+    env = CorpusSearchEnv(
+        corpus=corpus, train=tmp_path / "test.parquet", test=tmp_path / "test.parquet", cache_dir=tmp_path
+    )
     env.reset(options={"task_id": 3})
     observation, *_ = env.step("search[lake tahoe; k=1]")
     assert "[p1] Lake Tahoe" in observation  # the corpus's own ids, not row numbers
@@ -354,18 +378,3 @@ def test_user_corpus_missing_files_say_what_to_provide(tmp_path: Path) -> None:
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"query": "no question field"}])
     with pytest.raises(SearchSetupError, match="lacks 'question' or 'golden_answers'"):
         CorpusSearchEnv(corpus=corpus, test=bad)
-
-
-# ---- docs -----------------------------------------------------------------------------
-
-DOC = ROOT / "docs" / "search.md"
-
-
-@pytest.mark.parametrize("number", range(len(re.findall(r"```python\n", DOC.read_text()))) if DOC.exists() else [])
-def test_docs_examples_run(number: int, search_cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    code = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)[number]
-    if code.startswith("# not run by the tests:"):
-        pytest.skip(code.splitlines()[0])
-    monkeypatch.setenv("AGENTGYM_CACHE", str(search_cache))
-    monkeypatch.chdir(tmp_path)
-    exec(compile(code, str(DOC), "exec"), {"__name__": "docs_example"})

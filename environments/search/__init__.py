@@ -15,7 +15,10 @@ register(
     "Search-v0",
     entry_point=ENTRY_POINT,
     family="search",
-    description="Search tools over a generated 111k-document encyclopedia: single-fact, 2-4 hop, comparison and aggregation questions",
+    description=(
+        "Search tools over a generated 111k-document encyclopedia: single-fact, 2-4 hop, comparison and "
+        "aggregation questions"
+    ),
     splits=SPLITS,
     max_episode_steps=40,
 )
@@ -32,7 +35,9 @@ register(
     "Search-Hard-v0",
     entry_point=ENTRY_POINT,
     family="search",
-    description="Search over the generated encyclopedia: 3-4 hop bridges, 4-read comparisons and aggregations (deep research)",
+    description=(
+        "Search over the generated encyclopedia: 3-4 hop bridges, 4-read comparisons and aggregations (deep research)"
+    ),
     splits=SPLITS,
     max_episode_steps=60,
     kwargs={"difficulty": "hard"},

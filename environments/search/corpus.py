@@ -154,7 +154,9 @@ def read_questions(path: str | os.PathLike[str]) -> list[tuple[str, list[str]]]:
         try:
             import pyarrow.parquet as parquet
         except ImportError:
-            raise SearchSetupError("reading parquet question files needs pyarrow: pip install 'agentgym[search]'") from None
+            raise SearchSetupError(
+                "reading parquet question files needs pyarrow: pip install 'agentgym[search]'"
+            ) from None
         rows = parquet.read_table(path).to_pylist()
     else:
         rows = []
@@ -208,7 +210,10 @@ class CorpusSearchEnv(SearchToolsEnv):
             raise SearchSetupError(USAGE)
         self.cache_dir = cache_dir
         self.documents = JsonlCorpus(corpus, cache_dir)
-        self.questions = {split: read_questions(path) if path else [] for split, path in (("train", train), ("dev", dev), ("test", test))}
+        self.questions = {
+            split: read_questions(path) if path else []
+            for split, path in (("train", train), ("dev", dev), ("test", test))
+        }
         self.splits = TaskSplits(*(len(self.questions[split]) for split in ("train", "dev", "test")))  # type: ignore[misc]
 
     @property
@@ -218,7 +223,9 @@ class CorpusSearchEnv(SearchToolsEnv):
     @cached_property
     def index(self) -> BM25Index:  # type: ignore[override]
         documents = self.documents
-        return shared_index(documents.name, documents.texts, documents.num_docs, meta=documents.meta, cache_dir=self.cache_dir)
+        return shared_index(
+            documents.name, documents.texts, documents.num_docs, meta=documents.meta, cache_dir=self.cache_dir
+        )
 
     def _question(self, task_id: int) -> tuple[str, list[str]]:
         split = self.splits.split_of(task_id)

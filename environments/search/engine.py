@@ -276,7 +276,8 @@ class SearchToolsEnv(TextEnv):
         self.success = episode.exact_match == 1.0
         self.terminated = True
         verdict = "correct" if self.success else "not correct"
-        return f"You answered {quote(answer)}: that is {verdict} (exact match {episode.exact_match:g}, F1 {episode.f1:.2f})."
+        scores = f"exact match {episode.exact_match:g}, F1 {episode.f1:.2f}"
+        return f"You answered {quote(answer)}: that is {verdict} ({scores})."
 
     def _info(self, command: str, invalid: bool) -> dict[str, Any]:
         info = super()._info(command, invalid)

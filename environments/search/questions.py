@@ -151,7 +151,9 @@ def _comparison(world: World, kind: str, partition: str, rng: random.Random) -> 
     )
 
 
-def _set_hops(world: World, entity_type: str, index: int, list_name: str, fact: str) -> tuple[list[int], list[int], list[Hop], list[str]] | None:
+def _set_hops(
+    world: World, entity_type: str, index: int, list_name: str, fact: str
+) -> tuple[list[int], list[int], list[Hop], list[str]] | None:
     """The members of an entity's list, their facts, and the hops reading the list then each member."""
     members = world.members(entity_type, index, list_name)
     if not 2 <= len(members) <= MAX_SET:

@@ -37,9 +37,9 @@ import string
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import combinations
 from functools import cached_property
 from importlib import resources
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -105,11 +105,16 @@ class WorldConfig:
         return f"people{self.people}-seed{self.seed}-v{GENERATOR_VERSION}"
 
 
+@functools.cache
 def source_digest() -> str:
     """A digest of the generator's code and data: a cached index built from other sources is stale."""
     digest = hashlib.blake2b(digest_size=8)
     package = resources.files("agentgym.environments.search")
-    for part in (package.joinpath("world.py"), package.joinpath("data", "names.json"), package.joinpath("data", "templates.yaml")):
+    for part in (
+        package.joinpath("world.py"),
+        package.joinpath("data", "names.json"),
+        package.joinpath("data", "templates.yaml"),
+    ):
         digest.update(part.read_bytes())
     return digest.hexdigest()
 
@@ -204,7 +209,9 @@ class World:
                 name = make()
                 terms = frozenset(tokenize(name))
                 if terms in within_names or any(
-                    frozenset(part) in names_terms for size in range(1, len(terms)) for part in combinations(terms, size)
+                    frozenset(part) in names_terms
+                    for size in range(1, len(terms))
+                    for part in combinations(terms, size)
                 ):
                     continue
                 names_terms.add(terms)
@@ -222,7 +229,8 @@ class World:
 
         # Places: countries first, then cities (the first city of each country is its capital).
         self.names["country"] = [
-            unique(lambda: pick(NAMES["country_roots"]) + pick(NAMES["country_tails"])) for _ in range(counts["country"])
+            unique(lambda: pick(NAMES["country_roots"]) + pick(NAMES["country_tails"]))
+            for _ in range(counts["country"])
         ]
 
         def city_name() -> str:
@@ -238,7 +246,9 @@ class World:
         column("country", "population", [rng.randint(300_000, 90_000_000) for _ in range(counts["country"])])
 
         # People.
-        self.names["person"] = [unique(lambda: f"{pick(NAMES['first_names'])} {pick(surnames)}") for _ in range(counts["person"])]
+        self.names["person"] = [
+            unique(lambda: f"{pick(NAMES['first_names'])} {pick(surnames)}") for _ in range(counts["person"])
+        ]
         birth_year = [rng.randint(1750, 1960) for _ in range(counts["person"])]
         column("person", "birth_year", birth_year)
         column("person", "birth_city", [rng.randrange(counts["city"]) for _ in range(counts["person"])])
@@ -257,10 +267,11 @@ class World:
         for index in range(counts["organisation"]):
             partition = self.partition_of("organisation", index)
             kind = rng.randrange(len(kinds))
+            word = kinds[kind]
             if rng.random() < 0.5:
-                names.append(unique(lambda: f"{pick(surnames)} {kinds[kind]}"))
+                names.append(unique(lambda word=word: f"{pick(surnames)} {word}"))
             else:
-                names.append(unique(lambda: f"{pick(NAMES['adjectives'])} {pick(NAMES['nouns'])} {kinds[kind]}"))
+                names.append(unique(lambda word=word: f"{pick(NAMES['adjectives'])} {pick(NAMES['nouns'])} {word}"))
             person = skewed("person", partition)
             org_kind.append(kind)
             founder.append(person)
@@ -270,9 +281,15 @@ class World:
         column("organisation", "founder", founder)
         column("organisation", "founded_year", founded)
         column("organisation", "headquarters", [rng.randrange(counts["city"]) for _ in range(counts["organisation"])])
-        column("organisation", "employees", [int(rng.lognormvariate(5, 1.5)) + 3 for _ in range(counts["organisation"])])
+        column(
+            "organisation", "employees", [int(rng.lognormvariate(5, 1.5)) + 3 for _ in range(counts["organisation"])]
+        )
         publishers = {
-            partition: [i for i in self.partition_range("organisation", partition) if kinds[org_kind[i]] in NAMES["publisher_kinds"]]
+            partition: [
+                i
+                for i in self.partition_range("organisation", partition)
+                if kinds[org_kind[i]] in NAMES["publisher_kinds"]
+            ]
             for partition in PARTITIONS
         }
 
@@ -312,12 +329,13 @@ class World:
             partition = self.partition_of("event", index)
             kind = rng.randrange(len(event_kinds))
             shape = rng.randrange(3)
+            word = event_kinds[kind]
             if shape == 0:
-                make = lambda: f"{pick(NAMES['event_heads'])} {pick(NAMES['nouns'])} {event_kinds[kind]}"  # noqa: E731
+                make = lambda word=word: f"{pick(NAMES['event_heads'])} {pick(NAMES['nouns'])} {word}"  # noqa: E731
             elif shape == 1:
-                make = lambda: f"{pick(surnames)} {event_kinds[kind]}"  # noqa: E731
+                make = lambda word=word: f"{pick(surnames)} {word}"  # noqa: E731
             else:
-                make = lambda: f"{pick(NAMES['adjectives'])} {pick(NAMES['event_heads'])} {event_kinds[kind]}"  # noqa: E731
+                make = lambda word=word: f"{pick(NAMES['adjectives'])} {pick(NAMES['event_heads'])} {word}"  # noqa: E731
             event_names.append(unique(make))
             org = skewed("organisation", partition)
             organiser.append(org)
@@ -441,14 +459,14 @@ class World:
         style = styles[rng.randrange(len(styles))]
         fields = self._fields(entity_type, index)
         evidence = {relation: template.format(**fields) for relation, template in style["facts"].items()}
-        if entity_type == "work" and evidence.get("publisher") is None:
-            evidence.pop("publisher", None)
         fact_lines = [f"{sentence}." for sentence in evidence.values()]
         rng.shuffle(fact_lines)
         for (owner, relation), _ in LISTS.items():
             if owner != entity_type:
                 continue
-            items = [self.names[LISTS[(owner, relation)]][member] for member in self.members(entity_type, index, relation)]
+            items = [
+                self.names[LISTS[(owner, relation)]][member] for member in self.members(entity_type, index, relation)
+            ]
             if items:
                 sentence = style["lists"][relation].format(**fields, items="; ".join(items))
                 evidence[relation] = sentence
@@ -473,7 +491,9 @@ class World:
         fields = self._fields(entity_type, index)
         if kind == "forum":  # a conflicting claim: never the true year or city
             fields["wrong_year"] = int(self.fact("person", index, "birth_year")) + rng.choice((-3, -2, -1, 1, 2, 3))
-            city = (self.fact("person", index, "birth_city") + 1 + rng.randrange(self.counts["city"] - 1)) % self.counts["city"]
+            city = (
+                self.fact("person", index, "birth_city") + 1 + rng.randrange(self.counts["city"] - 1)
+            ) % self.counts["city"]
             fields["wrong_city"] = self.names["city"][city]
         fields["filler"] = " ".join(self._filler_sentences(fields["name"], rng, rng.randint(1, 4)))
         return Document(template["title"].format(**fields), template["text"].format(**fields), {})
