@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from processes import alive
+from ray_cluster import RAY_NODE, RAY_TEST_MODULES, ray_processes, start_ray_node
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -76,3 +80,73 @@ def alfworld_data(alfworld_games: Path, monkeypatch: pytest.MonkeyPatch) -> Path
     """
     monkeypatch.setenv("ALFWORLD_DATA", str(alfworld_games))
     return alfworld_games
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Any]:
+    """One local Ray cluster for the test run (a head and a worker node, 1 CPU each), this process the driver.
+
+    Session-scoped, and every test that uses it runs on one pytest worker (:func:`pytest_xdist_make_scheduler`),
+    so it is started once; starts are retried (:func:`start_ray_node`). The teardown checks that
+    every Ray process it started is gone.
+    """
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    def start() -> Any:
+        cluster = Cluster(initialize_head=True, head_node_args={**RAY_NODE, "include_dashboard": False})
+        try:
+            cluster.add_node(**RAY_NODE)
+            ray.init(address=cluster.address, log_to_driver=False)
+            cluster.wait_for_nodes()
+        except Exception:
+            ray.shutdown()
+            cluster.shutdown()
+            raise
+        return cluster
+
+    cluster = start_ray_node(start, "the head and worker nodes")
+    try:
+        yield cluster
+    finally:
+        started = ray_processes()
+        ray.shutdown()
+        cluster.shutdown()
+        deadline = time.monotonic() + 30
+        while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in started if alive(pid)], "Ray processes outlived the cluster"
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n N``'s default distribution (tests handed out one by one, in collection order), except that the
+    tests of :data:`RAY_TEST_MODULES` are one unit of work, given to one worker (first: it is the largest
+    unit), so that a single local Ray cluster is started for the run."""
+    if config.getvalue("dist") != "load":
+        return None  # the user chose a distribution with --dist
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerForRay(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "ray" if nodeid.split("::", 1)[0] in RAY_TEST_MODULES else nodeid
+
+    return OneWorkerForRay(config, log)
+
+
+#: A single test (its setup, call and teardown together) that takes longer than this many seconds is
+#: named in a warning section at the end of the run (AGENTGYM_TEST_BUDGET_S overrides): the suite's time
+#: is a budget (docs/testing.md), and a slow newcomer should be noticed when it lands, not later.
+TEST_BUDGET_S = float(os.environ.get("AGENTGYM_TEST_BUDGET_S", "60"))
+_test_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _test_seconds[report.nodeid] = _test_seconds.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    over = sorted(((s, nodeid) for nodeid, s in _test_seconds.items() if s > TEST_BUDGET_S), reverse=True)
+    if over:
+        terminalreporter.section(f"tests over the {TEST_BUDGET_S:g} s budget per test", sep="-", yellow=True)
+        for seconds, nodeid in over:
+            terminalreporter.line(f"{seconds:8.1f} s  {nodeid}")

@@ -16,24 +16,17 @@ import gymnasium as gym
 import pytest
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.wrappers import RenderCollection
+from processes import alive
 from test_server import PUZZLES, assert_same_transitions, trajectory
 
 import agentgym
 from agentgym.core import TextEnv
-from agentgym.llm.policies import OraclePolicy, RandomPolicy
-from agentgym.registry import inline_safe
 from agentgym.evaluation.results import read_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
+from agentgym.llm.policies import OraclePolicy, RandomPolicy
+from agentgym.registry import inline_safe
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, exited but not yet reaped, counts as gone)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 def wait_until_gone(pid: int, timeout_s: float = 15.0) -> bool:

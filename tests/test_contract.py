@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -55,23 +56,27 @@ FAST_IDS = [env_id for env_id in sampled(ENV_IDS) if slow_tasks(env_id) is None]
 SLOW_IDS = [env_id for env_id in sampled(ENV_IDS) if slow_tasks(env_id) is not None]
 GAME_IDS = [env_id for env_id in sampled(ENV_IDS) if agentgym.env_info(env_id).family == "multiagent"]
 
-_MADE: dict[tuple, gym.Env] = {}
+
+@pytest.fixture(scope="module")
+def env(request: pytest.FixtureRequest, alfworld_games: Path) -> Iterator[gym.Env]:
+    """The env of the test's id (indirect parametrization), shared by every test of that id and closed
+    after the last one. pytest runs a module-scoped parametrized fixture's tests together, one param
+    at a time, so a single env of this module is open at once: browsers, JVMs and desktops of ids
+    already checked are gone instead of running for the rest of the module."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ALFWORLD_DATA", str(alfworld_games))  # ALFWorld's ids read the user's game files
+        env = gym.make(request.param)
+        try:
+            yield env
+        finally:
+            env.close()
 
 
-def shared_env(env_id: str, **kwargs: object) -> gym.Env:
-    """One env per (id, kwargs), reused across these tests and closed at the end of the module
-    (engines, browsers and desktops are expensive to start; reset makes a reused env as good as new)."""
-    key = (env_id, tuple(sorted(kwargs.items())))
-    if key not in _MADE:
-        _MADE[key] = gym.make(env_id, **kwargs)
-    return _MADE[key]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def close_shared_envs() -> Iterator[None]:
-    yield
-    while _MADE:
-        _MADE.popitem()[1].close()
+@pytest.fixture(scope="module")
+def slippery_lake() -> Iterator[gym.Env]:
+    env = gym.make("FrozenLake-v0", is_slippery=True)
+    yield env
+    env.close()
 
 
 def check_budget(env_id: str) -> dict[str, Any]:
@@ -96,11 +101,11 @@ def test_families_are_registered() -> None:
     assert {"sokoban", "frozenlake", "maze", "wordle"} <= families
 
 
-@pytest.mark.usefixtures("alfworld_data")
-@pytest.mark.parametrize("env_id", ENV_IDS)
-def test_contract_and_fingerprint(env_id: str) -> None:
-    """check_text_env passes, and the id's tasks still have their recorded fingerprint (agentgym/evaluation/fingerprints.json)."""
-    env = shared_env(env_id)
+@pytest.mark.parametrize("env", ENV_IDS, indirect=True)
+def test_contract_and_fingerprint(env: gym.Env) -> None:
+    """check_text_env passes, and the id's tasks still have their recorded fingerprint
+    (agentgym/evaluation/fingerprints.json)."""
+    env_id = env.spec.id
     report = check_text_env(env, **check_budget(env_id))
     assert {"gymnasium", "spaces", "info-keys", "never-raises", "determinism", "truncation"} <= set(report.checked)
     if env.unwrapped.has_oracle:
@@ -108,11 +113,9 @@ def test_contract_and_fingerprint(env_id: str) -> None:
     check_fingerprint(env_id, env)
 
 
-@pytest.mark.usefixtures("alfworld_data")
-@pytest.mark.parametrize("env_id", ENV_IDS)
-def test_metadata_matches_env(env_id: str) -> None:
-    info = agentgym.env_info(env_id)
-    env = shared_env(env_id)
+@pytest.mark.parametrize("env", ENV_IDS, indirect=True)
+def test_metadata_matches_env(env: gym.Env) -> None:
+    info = agentgym.env_info(env.spec.id)
     assert isinstance(env.unwrapped, TextEnv)
     assert env.unwrapped.splits == info.splits
     assert env.spec.max_episode_steps == info.max_episode_steps
@@ -120,14 +123,14 @@ def test_metadata_matches_env(env_id: str) -> None:
     json.dumps(info.to_dict())
 
 
-def test_slippery_frozenlake_keeps_the_contract() -> None:
+def test_slippery_frozenlake_keeps_the_contract(slippery_lake: gym.Env) -> None:
     """Slippery moves are drawn from the env's seeded generator: the same seed replays the same episode."""
-    check_text_env(shared_env("FrozenLake-v0", is_slippery=True), oracle_must_win=False, gymnasium_check=False)
+    check_text_env(slippery_lake, oracle_must_win=False, gymnasium_check=False)
 
 
-def test_slippery_frozenlake_oracle_matches_optimal_success_rate() -> None:
+def test_slippery_frozenlake_oracle_matches_optimal_success_rate(slippery_lake: gym.Env) -> None:
     """The optimal policy's empirical success rate agrees with value iteration's prediction."""
-    env = shared_env("FrozenLake-v0", is_slippery=True)
+    env = slippery_lake
     task_ids = spread_task_ids(env.unwrapped.splits, ORACLE_TASKS)
     successes, predicted = [], []
     for task_id in task_ids:
@@ -140,9 +143,8 @@ def test_slippery_frozenlake_oracle_matches_optimal_success_rate() -> None:
     assert 0.5 < rate < 1.0
 
 
-@pytest.mark.parametrize("env_id", GAME_IDS)
-def test_games_forfeit_after_repeated_illegal_moves(env_id: str) -> None:
-    env = shared_env(env_id)
+@pytest.mark.parametrize("env", GAME_IDS, indirect=True)
+def test_games_forfeit_after_repeated_illegal_moves(env: gym.Env) -> None:
     env.reset(options={"task_id": 0})
     tries = env.unwrapped.game.max_illegal_moves + 1
     for step in range(1, tries + 1):
@@ -162,19 +164,18 @@ HOSTILE_REPLY_STRATEGY = st.one_of(
 )
 
 
-@pytest.mark.parametrize("env_id", FAST_IDS)
+@pytest.mark.parametrize("env", FAST_IDS, indirect=True)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(replies=st.lists(HOSTILE_REPLY_STRATEGY, min_size=1, max_size=4))
-def test_step_never_raises_on_any_string(env_id: str, replies: list[str]) -> None:
-    check_replies(shared_env(env_id), replies)
+def test_step_never_raises_on_any_string(env: gym.Env, replies: list[str]) -> None:
+    check_replies(env, replies)
 
 
-@pytest.mark.usefixtures("alfworld_data")
-@pytest.mark.parametrize("env_id", SLOW_IDS)
+@pytest.mark.parametrize("env", SLOW_IDS, indirect=True)
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(replies=st.lists(HOSTILE_REPLY_STRATEGY, min_size=1, max_size=4))
-def test_slow_env_step_never_raises_on_any_string(env_id: str, replies: list[str]) -> None:
-    check_replies(shared_env(env_id), replies)
+def test_slow_env_step_never_raises_on_any_string(env: gym.Env, replies: list[str]) -> None:
+    check_replies(env, replies)
 
 
 def test_make_with_module_prefix_in_fresh_interpreter() -> None:

@@ -1,9 +1,9 @@
 """The ray backend and distributed evaluation, on a local Ray cluster of several node processes.
 
 The cluster (``ray.cluster_utils.Cluster``: a head and a worker node, each a raylet of its
-own, 1 CPU each, no dashboard, small object stores) is started once for the module and torn
-down at its end; the teardown checks that every process it started is gone. Puzzle envs ask
-for a quarter CPU, so each node holds four env actors.
+own, 1 CPU each, no dashboard, small object stores) is conftest's ``cluster``: started once for the
+test run by the one pytest worker that runs every Ray test (conftest's scheduler), torn down at its end. Puzzle
+envs ask for a quarter CPU, so each node holds four env actors.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,8 @@ from typing import Any
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
-from test_backends import alive
+from processes import alive
+from ray_cluster import RAY_NODE, start_ray_node
 from test_policies import ScriptedServer
 from test_server import PUZZLES, assert_same_transitions, trajectory
 
@@ -35,58 +35,8 @@ from agentgym.llm.policies import OraclePolicy, RandomPolicy
 from agentgym.llm.policies.base import Episode, Message, Reply
 from agentgym.llm.policies.openai_compat import OpenAIPolicy
 
-NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
 #: Record fields that differ between two plays of the same episode (timings, where it ran).
 VOLATILE = ("started", "wall_s", "node_id", "env_kwargs")
-
-
-def descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` in the process tree."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            children.setdefault(int(stat.read_text().rsplit(")", 1)[1].split()[1]), []).append(int(stat.parent.name))
-        except (OSError, ValueError):
-            continue
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def is_ray_process(pid: int) -> bool:
-    """Whether ``pid`` is one of Ray's: its program lives in the ray package (raylet, GCS, agents,
-    workers) or it is a worker renamed ``ray::...``."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-    except OSError:
-        return False
-    return command.startswith(b"ray::") or b"/ray/" in command
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    """A head and one worker node, this process connected as the driver."""
-    ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False})
-    try:
-        cluster.add_node(**NODE)
-        ray.init(address=cluster.address, log_to_driver=False)
-        cluster.wait_for_nodes()
-        yield cluster
-    finally:
-        # Only Ray's: the same test process may hold browsers, JVMs or desktops of other tests.
-        started = {pid for pid in descendants(os.getpid()) if is_ray_process(pid)}
-        ray.shutdown()
-        cluster.shutdown()
-        deadline = time.monotonic() + 30
-        while any(alive(pid) for pid in started) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [pid for pid in started if alive(pid)], "Ray processes outlived the cluster"
 
 
 def crash(env: Any) -> None:
@@ -222,10 +172,25 @@ class KillingPolicy(OraclePolicy):
         return reply
 
 
-def test_killing_an_env_actor_mid_episode_errors_that_episode_only(cluster: Any, tmp_path: Path) -> None:
+def test_killing_an_env_actor_mid_episode_replays_that_episode_only(cluster: Any, tmp_path: Path) -> None:
+    """A dead env actor is an infrastructure failure: the episode is replayed on a fresh actor and the
+    record says why; the policy is not blamed, and no other episode is touched."""
     items = [EvalItem("Maze-v0", 8)]
     victim = f"Maze-v0/test/{agentgym.env_info('Maze-v0').splits.ids('test')[2]}/0"
     stats = asyncio.run(run_eval("oracle", KillingPolicy(victim), items, tmp_path, concurrency=4, backend="ray"))
+    records = read_episodes(tmp_path)
+    assert stats.played == 8 and stats.errored == 0 and len(records) == 8
+    assert len(records[victim].retries) == 1 and "died" in records[victim].retries[0]
+    assert records[victim].status == "ok" and records[victim].success
+    assert all(record.status == "ok" and not record.retries for key, record in records.items() if key != victim)
+
+
+def test_without_replays_a_dead_actor_errors_its_episode_until_retried(cluster: Any, tmp_path: Path) -> None:
+    items = [EvalItem("Maze-v0", 8)]
+    victim = f"Maze-v0/test/{agentgym.env_info('Maze-v0').splits.ids('test')[2]}/0"
+    stats = asyncio.run(
+        run_eval("oracle", KillingPolicy(victim), items, tmp_path, concurrency=4, backend="ray", infra_retries=0)
+    )
     records = read_episodes(tmp_path)
     assert stats.played == 8 and stats.errored == 1 and len(records) == 8
     assert records[victim].status == "error" and "EnvActorDiedError" in records[victim].error
@@ -244,8 +209,12 @@ class SlowRandomPolicy(RandomPolicy):
 
 
 def test_a_run_survives_the_death_of_a_worker_node(cluster: Any, tmp_path: Path) -> None:
-    doomed = cluster.add_node(**NODE)
-    cluster.wait_for_nodes()
+    def add_node() -> Any:
+        node = cluster.add_node(**RAY_NODE)
+        cluster.wait_for_nodes()
+        return node
+
+    doomed = start_ray_node(add_node, "a third node")
     doomed_id = doomed.node_id
     assert len(alive_node_ids()) == 3
     killed_at: list[float] = []
@@ -266,6 +235,7 @@ def test_a_run_survives_the_death_of_a_worker_node(cluster: Any, tmp_path: Path)
             concurrency=6,  # every node's env slots in use
             backend="ray",
             env_timeout_s=60,
+            infra_retries=0,  # errors, not replays: what --retry-errors recovers (replays: the test above)
             on_episode=kill_the_node,
         )
     )

@@ -1,6 +1,6 @@
 """The trainer's rollouts with Ray env actors: the same token-in/token-out trajectories as with local envs.
 
-Uses ``tests/test_ray.py``'s two-node local cluster (head + worker, 1 CPU each; the env
+Uses conftest's two-node local cluster (head + worker, 1 CPU each; the env
 actors ask for a quarter CPU); the Ray tests skip without Ray. Envs that wait on something
 are stepped concurrently (``env_workers``), which the first test checks without Ray.
 """
@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from test_ray import alive_node_ids, cluster  # noqa: E402, F401 (cluster: a fixture)
+from test_ray import alive_node_ids  # noqa: E402
 from test_train_rollout import ScriptedSampler  # noqa: E402
 from test_train_smoke import tiny_config  # noqa: E402
 
