@@ -14,11 +14,14 @@ line must parse with the real command's parser (argparse subcommands) or answer 
 commands that hand their arguments on); a script, config or module of this repository must exist;
 a ``pip install -e '.[extras]'`` must name extras pyproject.toml declares; any other program must be
 one of ``THIRD_PARTY_PROGRAMS``, which the page's reader installs.
+YAML, JSON and TOML blocks must parse (a suite as a suite); ``text`` and bare blocks are outputs
+and folder layouts, not code.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -32,6 +35,7 @@ import pytest
 import yaml
 
 from agentgym import cli
+from agentgym.evaluation.suites import parse_suite
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -130,6 +134,19 @@ def test_python_example_runs(block: Block, tmp_path: Path, monkeypatch: pytest.M
         return
     monkeypatch.chdir(tmp_path)  # what an example writes (a parquet file, a results folder) lands here
     exec(compile(block.code, block.id, "exec"), {"__name__": "docs_example"})
+
+
+DATA = [block for block in ALL_BLOCKS if block.language in ("yaml", "json", "toml")]
+PARSERS = {"yaml": yaml.safe_load, "json": json.loads, "toml": tomllib.loads}
+
+
+@pytest.mark.parametrize("block", DATA, ids=[block.id for block in DATA])
+def test_data_example_parses(block: Block) -> None:
+    """YAML, JSON and TOML examples parse; a suite parses as a suite."""
+    data = PARSERS[block.language](block.code)
+    if isinstance(data, dict) and "envs" in data and "description" in data:
+        suite = parse_suite("example", data)
+        assert suite.items, f"{block.id}: a suite without envs"
 
 
 # ---- Shell commands -------------------------------------------------------------------------------------
