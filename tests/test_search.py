@@ -378,3 +378,34 @@ def test_user_corpus_missing_files_say_what_to_provide(tmp_path: Path) -> None:
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"query": "no question field"}])
     with pytest.raises(SearchSetupError, match="lacks 'question' or 'golden_answers'"):
         CorpusSearchEnv(corpus=corpus, test=bad)
+
+
+# ---- the dense retriever option (a tiny random encoder built offline stands in for e5) --------
+
+
+def test_dense_retriever_ranks_by_inner_product(tmp_path: Path, tiny_model_path: Path) -> None:
+    pytest.importorskip("torch")
+    from agentgym.retrieval import Encoder, shared_dense_index
+
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", CORPUS)
+    test = write_jsonl(tmp_path / "test.jsonl", QUESTIONS)
+    env = CorpusSearchEnv(corpus=corpus, test=test, cache_dir=tmp_path, embedding_model=str(tiny_model_path))
+    env.reset(options={"task_id": 1})
+    index = env.index
+    assert index.meta["model"] == str(tiny_model_path) and index.embeddings.shape[0] == len(CORPUS)
+    encoder = Encoder(tiny_model_path)
+    passages = encoder.encode([f"{title}\n{text}" for title, text in map(env.documents.record, range(len(CORPUS)))])
+    query = encoder.encode(["lake in the mountains"], query=True)[0]
+    expected = sorted(range(len(CORPUS)), key=lambda doc: (-float(passages[doc] @ query), doc))
+    assert index.search("lake in the mountains", k=3) == expected
+    observation, *_ = env.step("search[lake in the mountains; k=2]")
+    assert f"[{expected[0]}] " in observation and f"[{expected[1]}] " in observation
+    again = shared_dense_index(
+        env.documents.name,
+        lambda: iter(()),
+        len(CORPUS),
+        str(tiny_model_path),
+        meta=env.documents.meta,
+        cache_dir=tmp_path,
+    )
+    assert again is index

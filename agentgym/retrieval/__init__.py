@@ -6,8 +6,21 @@ machine builds it into ``<cache>/retrieval/bm25/<name>/`` (``<cache>`` is ``$AGE
 else ``~/.cache/agentgym``) under a file lock, every later call loads it with
 ``numpy.load(mmap_mode="r")``, and every env copy of a process shares one
 :class:`BM25Index` object. See :mod:`agentgym.retrieval.bm25` for the scoring.
+:mod:`agentgym.retrieval.dense` is the option of a dense retriever over an embedding model the
+user names (:func:`shared_dense_index`, cached and shared the same way).
 """
 
-from agentgym.retrieval.bm25 import BM25Index, Hit, cache_root, shared_index, tokenize
+from agentgym.retrieval.bm25 import BM25Index, Hit, cache_root, file_lock, shared_index, tokenize
+from agentgym.retrieval.dense import DenseIndex, Encoder, shared_dense_index
 
-__all__ = ["BM25Index", "Hit", "cache_root", "shared_index", "tokenize"]
+__all__ = [
+    "BM25Index",
+    "DenseIndex",
+    "Encoder",
+    "Hit",
+    "cache_root",
+    "file_lock",
+    "shared_dense_index",
+    "shared_index",
+    "tokenize",
+]

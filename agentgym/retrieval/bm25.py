@@ -387,7 +387,7 @@ def _write_index(texts: Iterable[str], num_docs: int, directory: Path, meta: dic
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created if needed) for the duration of the block."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
@@ -426,7 +426,7 @@ def shared_index(
             return index
         index = _load(directory, meta, num_docs)
         if index is None:
-            with _locked(directory.with_name(directory.name + ".lock")):
+            with file_lock(directory.with_name(directory.name + ".lock")):
                 index = _load(directory, meta, num_docs)  # another process may have built it meanwhile
                 if index is None:
                     index = BM25Index.build(texts(), num_docs, directory, meta)

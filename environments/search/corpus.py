@@ -17,7 +17,9 @@ cached under ``$AGENTGYM_CACHE``, keyed by the file's path, size and modificatio
 plays the same tools (:mod:`.engine`) and scores the same way: exact match after SQuAD's
 normalisation against any golden answer (Search-R1's reward), F1 in ``info``. Passages are
 read from the file by byte offset when shown, so memory stays small for any corpus size.
-The agent sees each passage's own ``id``. There is no oracle (the files give answers, not
+The agent sees each passage's own ``id``. With ``embedding_model=`` (e.g. a local copy of
+``intfloat/e5-base-v2``, Search-R1's dense retriever) retrieval is dense instead
+(:mod:`agentgym.retrieval.dense`). There is no oracle (the files give answers, not
 the reads that find them).
 """
 
@@ -32,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from agentgym.core import TaskSplits
-from agentgym.environments.search.engine import SearchToolsEnv
-from agentgym.retrieval import BM25Index, cache_root, shared_index
+from agentgym.environments.search.engine import Retriever, SearchToolsEnv
+from agentgym.retrieval import cache_root, shared_dense_index, shared_index
 
 USAGE = (
     "CorpusSearchEnv plays over your own files, in Search-R1's formats: pass corpus='path/to/wiki-18.jsonl' "
@@ -203,9 +205,11 @@ class CorpusSearchEnv(SearchToolsEnv):
         test: str | os.PathLike[str] | None = None,
         page_chars: int = 1500,
         cache_dir: str | os.PathLike[str] | None = None,
+        embedding_model: str | None = None,
         render_mode: str | None = None,
     ) -> None:
         super().__init__(page_chars, render_mode)
+        self.embedding_model = embedding_model
         if corpus is None or not any((train, dev, test)):
             raise SearchSetupError(USAGE)
         self.cache_dir = cache_dir
@@ -221,11 +225,14 @@ class CorpusSearchEnv(SearchToolsEnv):
         return self.documents
 
     @cached_property
-    def index(self) -> BM25Index:  # type: ignore[override]
-        documents = self.documents
-        return shared_index(
-            documents.name, documents.texts, documents.num_docs, meta=documents.meta, cache_dir=self.cache_dir
-        )
+    def index(self) -> Retriever:  # type: ignore[override]
+        corpus, cache = self.documents, self.cache_dir
+        if self.embedding_model:
+            model = self.embedding_model
+            return shared_dense_index(
+                corpus.name, corpus.texts, corpus.num_docs, model, meta=corpus.meta, cache_dir=cache
+            )
+        return shared_index(corpus.name, corpus.texts, corpus.num_docs, meta=corpus.meta, cache_dir=cache)
 
     def _question(self, task_id: int) -> tuple[str, list[str]]:
         split = self.splits.split_of(task_id)

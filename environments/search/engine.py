@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from agentgym.core import InvalidAction, TextEnv, quote
 from agentgym.environments.search.scoring import exact_match, token_f1
-from agentgym.retrieval import BM25Index, tokenize
+from agentgym.retrieval import tokenize
 from agentgym.utils.text import strip_thinking
 
 DEFAULT_K, MAX_K = 5, 20
@@ -48,6 +48,12 @@ _FIND = re.compile(r"find\s*\[(?P<text>.*)\]", re.IGNORECASE | re.DOTALL)
 _SEARCH_R1_TAG = re.compile(r"<(search|answer)>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _ANSWER = re.compile(r"answer\s*\[(?P<text>.*)\]", re.IGNORECASE | re.DOTALL)
+
+
+class Retriever(Protocol):
+    """What the tools need of an index: :class:`~agentgym.retrieval.BM25Index` or ``DenseIndex``."""
+
+    def search(self, query: str, k: int = 10) -> list[int]: ...
 
 
 class Corpus(Protocol):
@@ -144,8 +150,8 @@ class SearchToolsEnv(TextEnv):
 
     @property
     @abc.abstractmethod
-    def index(self) -> BM25Index:
-        """The BM25 index over :attr:`corpus`."""
+    def index(self) -> Retriever:
+        """The index over :attr:`corpus` (BM25, or dense when the env names an embedding model)."""
 
     @abc.abstractmethod
     def _question(self, task_id: int) -> tuple[str, list[str]]:

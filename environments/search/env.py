@@ -14,7 +14,8 @@ bridges, 4-read comparisons and aggregations; :mod:`.questions`) and a question 
 kind about subjects of the task's split (train, dev, test subjects are disjoint;
 :mod:`.world`). The world (111,080 documents by default) and its BM25 index are built once
 per machine (the index cached under ``$AGENTGYM_CACHE``) and shared by every copy of the env
-in a process.
+in a process. Retrieval is BM25, or dense with ``embedding_model=`` (a Hugging Face encoder's
+folder or name; :mod:`agentgym.retrieval.dense`).
 
 Oracle: a scripted searcher that follows the question's hop chain through the tools: for
 each hop it searches the entity's name (k = 10), opens the article among the results, and
@@ -29,10 +30,10 @@ import random
 from functools import cached_property
 
 from agentgym.environments.search import SPLITS
-from agentgym.environments.search.engine import SearchToolsEnv
+from agentgym.environments.search.engine import Retriever, SearchToolsEnv
 from agentgym.environments.search.questions import DIFFICULTIES, Question, make_question
 from agentgym.environments.search.world import World, WorldConfig, shared_world, source_digest
-from agentgym.retrieval import BM25Index, shared_index
+from agentgym.retrieval import shared_dense_index, shared_index
 
 ORACLE_K = 20
 
@@ -70,9 +71,11 @@ class SearchEnv(SearchToolsEnv):
         world_seed: int = 0,
         page_chars: int = 1500,
         cache_dir: str | None = None,
+        embedding_model: str | None = None,
         render_mode: str | None = None,
     ) -> None:
         super().__init__(page_chars, render_mode)
+        self.embedding_model = embedding_model
         if difficulty not in DIFFICULTIES:
             raise ValueError(f"difficulty must be one of {sorted(DIFFICULTIES)}, got {difficulty!r}")
         self.difficulty = difficulty
@@ -90,15 +93,14 @@ class SearchEnv(SearchToolsEnv):
         return _WorldCorpus(self.world)
 
     @cached_property
-    def index(self) -> BM25Index:  # type: ignore[override]
+    def index(self) -> Retriever:  # type: ignore[override]
         world = self.world
-        return shared_index(
-            f"search-world-{world.config.key}",
-            world.texts,
-            world.num_docs,
-            meta={"world": world.config.key, "sources": source_digest()},
-            cache_dir=self.cache_dir,
-        )
+        name, meta = f"search-world-{world.config.key}", {"world": world.config.key, "sources": source_digest()}
+        if self.embedding_model:
+            return shared_dense_index(
+                name, world.texts, world.num_docs, self.embedding_model, meta=meta, cache_dir=self.cache_dir
+            )
+        return shared_index(name, world.texts, world.num_docs, meta=meta, cache_dir=self.cache_dir)
 
     def question_for(self, task_id: int) -> Question:
         """The question of task ``task_id`` (without playing it)."""
