@@ -28,7 +28,7 @@ from agentgym.environments.search.questions import DIFFICULTIES, KINDS
 from agentgym.environments.search.scoring import exact_match, normalize_answer, token_f1
 from agentgym.environments.search.world import World, WorldConfig
 from agentgym.retrieval import BM25Index, shared_index, tokenize
-from agentgym.retrieval.bm25 import K1, B
+from agentgym.retrieval.bm25 import K1, B, index_directory
 
 SMALL = 2_000
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,6 +103,8 @@ def _build_in_child(args: tuple[str, str]) -> tuple[int, int]:
 
 
 def test_shared_index_is_one_object_and_builds_once_under_concurrency(tmp_path: Path) -> None:
+    stale = tmp_path / "retrieval" / "bm25" / f".{index_directory('race', tmp_path).name}-killed"
+    stale.mkdir(parents=True)  # a build killed half-way: removed by the next build
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         results = pool.map(_build_in_child, [(str(tmp_path), "race")] * 2)
     assert results[0] == results[1] and results[0][1] == 10

@@ -429,9 +429,19 @@ def shared_index(
             with file_lock(directory.with_name(directory.name + ".lock")):
                 index = _load(directory, meta, num_docs)  # another process may have built it meanwhile
                 if index is None:
+                    remove_stale_builds(directory)
                     index = BM25Index.build(texts(), num_docs, directory, meta)
         _SHARED[key] = index
         return index
+
+
+def remove_stale_builds(directory: Path) -> None:
+    """Remove half-written copies of ``directory`` left by a build that was killed.
+
+    Call it holding the folder's lock: a build in progress holds it too, so any copy found is stale.
+    """
+    for stale in directory.parent.glob(f".{directory.name}-*"):
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def _load(directory: Path, meta: dict[str, Any], num_docs: int) -> BM25Index | None:

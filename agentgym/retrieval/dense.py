@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from agentgym.retrieval.bm25 import Hit, cache_root, file_lock
+from agentgym.retrieval.bm25 import Hit, cache_root, file_lock, remove_stale_builds
 
 #: Bumped when the files' format changes.
 DENSE_VERSION = 1
@@ -201,6 +201,7 @@ def shared_dense_index(
             except (OSError, ValueError, KeyError):
                 index = None
             if index is None:
+                remove_stale_builds(directory)
                 index = DenseIndex.build(texts(), num_docs, directory, encoder, meta)
         _SHARED[str(directory)] = index
         return index
