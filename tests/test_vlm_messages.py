@@ -219,3 +219,13 @@ def test_decoding_says_what_is_wrong() -> None:
         decode_image(_data_url(buffer.getvalue()), max_pixels=20)
     with pytest.raises(ValueError, match="observation mode"):
         ImageOptions("pixels")  # type: ignore[arg-type]
+
+
+def test_the_leaderboard_labels_runs_by_what_the_model_saw() -> None:
+    from agentgym.evaluation.leaderboard.collect import action_format
+
+    assert action_format({"action_format": "tools"}) == "tools"
+    assert action_format({"observation": ImageOptions().describe()}) == "text"  # text mode: as before
+    assert action_format({"observation": ImageOptions("screenshot").describe()}) == "text+screenshot[786432px]"
+    both = ImageOptions("both", max_pixels=None, keep_images=3).describe()
+    assert action_format({"action_format": "tools", "observation": both}) == "tools+both[full size,keep 3]"

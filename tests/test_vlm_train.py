@@ -16,7 +16,7 @@ pytest.importorskip("PIL")
 import torch  # noqa: E402
 from tiny_vlm import build_tiny_qwen2_vl  # noqa: E402
 
-from agentgym.train.config import TrainConfig, from_dict  # noqa: E402
+from agentgym.train.config import LoraConfig, TrainConfig, from_dict  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402
 
 ENV = "MiniWoB-click-button-v0"
@@ -44,6 +44,8 @@ def vlm_config(model: Path, out: Path) -> TrainConfig:
             "minibatch_size": 2,
             "learning_rate": 0.01,
             "checkpoint_every": 1,
+            "eval_every": 2,
+            "eval_episodes": 1,
             "tensorboard": False,
         },
     )
@@ -69,7 +71,11 @@ def run(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pat
 
 
 def test_rollouts_keep_each_turns_images_and_mask_them(model_path: Path, tmp_path: Path) -> None:
-    trainer = Trainer(vlm_config(model_path, tmp_path / "run"))
+    """Rollouts on screenshots, then a LoRA step with the KL reference (the adapter switched off)."""
+    config = vlm_config(model_path, tmp_path / "run")
+    config.model.lora = LoraConfig(r=4, alpha=8)
+    config.algorithm.kl_weight = 0.1
+    trainer = Trainer(config)
     try:
         trajectories = trainer.rollout()
         processor = trainer.processor
@@ -85,6 +91,11 @@ def test_rollouts_keep_each_turns_images_and_mask_them(model_path: Path, tmp_pat
             assert sum(trajectory.loss_mask) > 0
             inputs = trainer.chat_tokens.model_inputs(trajectory)
             assert inputs["mm_token_type_ids"].sum() == len(positions)
+        adapter = {name: p.detach().clone() for name, p in trainer.model.named_parameters() if p.requires_grad}
+        assert adapter and all("lora_" in name for name in adapter)
+        metrics = trainer.step()
+        assert metrics["logprob_mismatch_mean"] < 1e-3 and "kl" in metrics
+        assert any(not torch.equal(p, adapter[name]) for name, p in trainer.model.named_parameters() if name in adapter)
     finally:
         trainer.close()
 
@@ -92,6 +103,9 @@ def test_rollouts_keep_each_turns_images_and_mask_them(model_path: Path, tmp_pat
 def test_grpo_on_screenshots_updates_the_vlm(run: tuple[Path, list[dict], dict]) -> None:
     out, rows, initial = run
     assert [row["iteration"] for row in rows] == [0, 1]
+    assert rows[1]["eval_errors"] == 0 and "eval_success_rate" in rows[1]
+    (record,) = [json.loads(line) for line in (out / "eval" / "iteration-000002" / "episodes.jsonl").open()]
+    assert record["messages"][1]["content"][0]["type"] == "image_url"  # evaluated on screenshots too
     for row in rows:
         assert row["model_tokens"] > 0
         assert row["logprob_mismatch_mean"] < 1e-3  # the sampler and the trainer saw the same images
@@ -115,4 +129,3 @@ def test_resume_from_a_checkpoint_gives_the_same_next_step(run: tuple[Path, list
     straight = torch.load(out / "checkpoints" / "iteration-000002" / "trainer_state.pt")
     for name, parameter in resumed.model.named_parameters():
         assert torch.allclose(parameter, straight["model"][name], atol=1e-6), name
-
