@@ -71,10 +71,10 @@ def run(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pat
 
 
 def test_rollouts_keep_each_turns_images_and_mask_them(model_path: Path, tmp_path: Path) -> None:
-    """Rollouts on screenshots, then a LoRA step with the KL reference (the adapter switched off)."""
+    """Rollouts on screenshots, then a PPO step (value head) with LoRA and the KL reference (the adapter off)."""
     config = vlm_config(model_path, tmp_path / "run")
     config.model.lora = LoraConfig(r=4, alpha=8)
-    config.algorithm.kl_weight = 0.1
+    config.algorithm.name, config.algorithm.kl_weight = "ppo", 0.1
     trainer = Trainer(config)
     try:
         trajectories = trainer.rollout()
@@ -94,7 +94,7 @@ def test_rollouts_keep_each_turns_images_and_mask_them(model_path: Path, tmp_pat
         adapter = {name: p.detach().clone() for name, p in trainer.model.named_parameters() if p.requires_grad}
         assert adapter and all("lora_" in name for name in adapter)
         metrics = trainer.step()
-        assert metrics["logprob_mismatch_mean"] < 1e-3 and "kl" in metrics
+        assert metrics["logprob_mismatch_mean"] < 1e-3 and "kl" in metrics and "value_loss" in metrics
         assert any(not torch.equal(p, adapter[name]) for name, p in trainer.model.named_parameters() if name in adapter)
     finally:
         trainer.close()
@@ -129,3 +129,16 @@ def test_resume_from_a_checkpoint_gives_the_same_next_step(run: tuple[Path, list
     straight = torch.load(out / "checkpoints" / "iteration-000002" / "trainer_state.pt")
     for name, parameter in resumed.model.named_parameters():
         assert torch.allclose(parameter, straight["model"][name], atol=1e-6), name
+
+
+def test_gigpo_anchors_tell_screens_apart() -> None:
+    """GiGPO groups turns by the observation they acted on: for screenshots, its text and its images."""
+    from agentgym.train.rollout import _observation
+    from agentgym.wrappers.vision import image_part, text_part
+
+    def history(url: str) -> list[dict]:
+        return [{"role": "user", "content": [image_part(url), text_part("Click OK.")]}]
+
+    same, again, other = (_observation(history(url)) for url in ("data:a", "data:a", "data:b"))
+    assert same == again != other and same.startswith("Click OK.\n[screen ")
+    assert _observation([{"role": "user", "content": "text"}]) == "text"
