@@ -100,6 +100,20 @@ def test_generation_is_seeded_and_counts_image_tokens(qwen: VisionGenerator) -> 
     assert other.logprobs != first.logprobs
 
 
+def test_image_placeholders_are_never_sampled(qwen: VisionGenerator) -> None:
+    """A sampled image placeholder would stand for features no image gives (a random model samples them)."""
+    import torch
+
+    image = qwen.model.config.image_token_id
+    assert {image, qwen.model.config.video_token_id} <= set(qwen.banned_token_ids)
+    logits = torch.zeros(2, qwen.model.config.get_text_config().vocab_size)
+    logits[:, image], logits[:, 7] = 50.0, 1.0
+    rows = [qwen._row(1, SamplingParams(temperature=0)), qwen._row(1, SamplingParams(temperature=1.0, seed=1))]
+    tokens, logprobs = qwen._next_tokens(logits, rows)
+    assert image not in tokens and tokens[0] == 7
+    assert logprobs[0] == pytest.approx(torch.log_softmax(logits[0], -1)[7].item())  # the raw logits' logprob
+
+
 def test_bad_images_are_request_errors(qwen: VisionGenerator, tiny_model_path: Path) -> None:
     with pytest.raises(RequestError, match="image 1 .*not valid base64"):
         qwen.encode(Request(chat("data:image/png;base64,@@"), SamplingParams()))

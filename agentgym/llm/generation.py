@@ -133,6 +133,8 @@ class Generator:
         #: Tokens that end a completion (the model's end-of-turn tokens as well as EOS).
         self.eos_token_ids = _eos_token_ids(model, tokenizer)
         self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_token_ids)
+        #: Tokens never sampled (a vision-language model's image placeholders, which stand for image features).
+        self.banned_token_ids: list[int] = []
         #: The most tokens (prompt + completion) the model takes; None if unknown.
         self.context_length: int | None = getattr(model.config, "max_position_embeddings", None)
 
@@ -278,14 +280,20 @@ class Generator:
 
         The sampled rows are drawn together (one batched softmax, top-p and draw), with
         each row's noise from its own generator, so a row's sample depends only on its seed.
+        Tokens in :attr:`banned_token_ids` are never picked; logprobs stay the raw logits'.
         """
         logits = logits.float()
-        tokens = logits.argmax(dim=-1)
+        if self.banned_token_ids:
+            banned = torch.tensor(self.banned_token_ids, device=logits.device)
+            choosing = logits.index_fill(-1, banned, float("-inf"))
+        else:
+            choosing = logits
+        tokens = choosing.argmax(dim=-1)
         sampled = [i for i, row in enumerate(rows) if row.finish_reason is None and row.rng is not None]
         if sampled:
             vocabulary = logits.shape[-1]
             noise = torch.stack([torch.rand(vocabulary, generator=rows[i].rng, device=logits.device) for i in sampled])
-            choice = _sample([rows[i].params for i in sampled], logits[sampled], noise)
+            choice = _sample([rows[i].params for i in sampled], choosing[sampled], noise)
             tokens[sampled] = choice
         logprobs = torch.log_softmax(logits, dim=-1).gather(-1, tokens[:, None])[:, 0]
         return tokens.tolist(), logprobs.tolist()

@@ -35,6 +35,8 @@ from agentgym.wrappers.vision import ImageError, decode_image, image_url, is_ima
 
 #: Processor outputs that have one entry per token: rebuilt for a whole sequence by ``model_inputs``.
 PER_TOKEN_INPUTS = ("input_ids", "attention_mask", "mm_token_type_ids")
+#: The model config fields naming image and video placeholder tokens (never sampled).
+PLACEHOLDER_TOKEN_FIELDS = ("image_token_id", "image_token_index", "video_token_id", "video_token_index")
 #: Model types driven by :class:`QwenVLProcessor` (image processor and tokenizer, no video processor).
 QWEN_VL_MODEL_TYPES = frozenset({"qwen2_vl", "qwen2_5_vl"})
 
@@ -221,6 +223,9 @@ class VisionGenerator(Generator):
         self.processor = processor
         text_config = model.config.get_text_config()
         self.context_length = getattr(text_config, "max_position_embeddings", None)
+        # A sampled image (or video) placeholder would stand for features no image provides.
+        placeholders = (getattr(model.config, name, None) for name in PLACEHOLDER_TOKEN_FIELDS)
+        self.banned_token_ids = sorted({token for token in placeholders if isinstance(token, int)})
 
     @classmethod
     def from_pretrained(
