@@ -219,6 +219,7 @@ class CorpusSearchEnv(SearchToolsEnv):
             for split, path in (("train", train), ("dev", dev), ("test", test))
         }
         self.splits = TaskSplits(*(len(self.questions[split]) for split in ("train", "dev", "test")))  # type: ignore[misc]
+        self.index  # noqa: B018 -- load (or build) the index now, so reset and step stay fast
 
     @property
     def corpus(self) -> JsonlCorpus:  # type: ignore[override]
@@ -236,7 +237,6 @@ class CorpusSearchEnv(SearchToolsEnv):
 
     def _question(self, task_id: int) -> tuple[str, list[str]]:
         split = self.splits.split_of(task_id)
-        self.index  # noqa: B018 -- build or load the index at reset, not in the first search
         question, answers = self.questions[split][task_id - self.splits.ids(split).start]
         return question, list(answers)
 

@@ -83,6 +83,7 @@ class SearchEnv(SearchToolsEnv):
         self.cache_dir = cache_dir
         self.current: Question | None = None
         self._oracle_done = 0
+        self.index  # noqa: B018 -- generate the world and load (or build) the index now, so reset and step stay fast
 
     @cached_property
     def world(self) -> World:
@@ -111,7 +112,6 @@ class SearchEnv(SearchToolsEnv):
     def _question(self, task_id: int) -> tuple[str, list[str]]:
         self.current = self.question_for(task_id)
         self._oracle_done = 0
-        self.index  # noqa: B018 -- build or load the index at reset, not in the first search
         return self.current.text, [self.current.answer]
 
     def _instruction(self) -> str:
