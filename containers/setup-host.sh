@@ -15,15 +15,32 @@
 # Prints what it does; exits non-zero with the reason when a step fails. Installing packages and
 # starting dockerd need root (or sudo). Debian or Ubuntu.
 #
-#   bash containers/setup-host.sh                    # all three steps
-#   bash containers/setup-host.sh --packages-only    # step 1 only (the README's main-job command)
+#   bash containers/setup-host.sh                      # all three steps
+#   bash containers/setup-host.sh --packages-only      # step 1 only (the README's main-job command)
+#   bash containers/setup-host.sh --background-images  # the web-apps image in the background (the README's
+#                                                      # test command: pip and the tests go on meanwhile)
+#
+# With --background-images the base and core images are built first, as usual (a minute or two), and the
+# agentgym/webapps image is then built by a background job, so that installing the venv and running the
+# tests overlap its build (its longest part: installing and seeding the five sites). The job writes its
+# log to $IMAGES_LOG and its state to $IMAGES_STATUS ("building PID", then "ok" or "failed EXIT"): the tests
+# that need the image (tests/images.py) wait for it, and fail with the log's end if the build failed.
 #
 # Settings (environment variables): BASE, PREFIX, TAG, WHEELHOUSE, PYTHON (see containers/build.sh),
-# DOCKERD_TIMEOUT (seconds to wait for dockerd, default 60).
+# DOCKERD_TIMEOUT (seconds to wait for dockerd, default 60), WEBAPPS_IMAGE=0 (no web-apps image),
+# IMAGES_STATUS and IMAGES_LOG (default ${AGENTGYM_CACHE:-~/.cache/agentgym}/webapps-image.{status,log}).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DOCKERD_TIMEOUT="${DOCKERD_TIMEOUT:-60}"
+CACHE="${AGENTGYM_CACHE:-$HOME/.cache/agentgym}"
+IMAGES_STATUS="${IMAGES_STATUS:-$CACHE/webapps-image.status}"
+IMAGES_LOG="${IMAGES_LOG:-$CACHE/webapps-image.log}"
+MODE="${1:-}"
+case "$MODE" in
+    ""|--packages-only|--background-images) ;;
+    *) printf '[setup-host] unknown option %s (--packages-only, --background-images)\n' "$MODE" >&2; exit 2 ;;
+esac
 start=$(date +%s)
 
 log() { printf '[setup-host] %s\n' "$*" >&2; }
@@ -89,7 +106,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 else
     log "packages present (browser, sandbox, docker, Java, X server and desktop apps)"
 fi
-if [ "${1:-}" = --packages-only ]; then
+if [ "$MODE" = --packages-only ]; then
     log "packages ready in $(($(date +%s) - start)) s (--packages-only: no dockerd, no images)"
     exit 0
 fi
@@ -123,7 +140,24 @@ fi
 BASE="$BASE" bash "$REPO/containers/build.sh" core || fail "building the agentgym/core image failed"
 if [ "${WEBAPPS_IMAGE:-1}" != 0 ]; then
     # Up to date: about a second. From scratch: minutes (its debootstrap, the sites' wheels, seeding every site).
-    as_root bash "$REPO/containers/webapps/build.sh" || fail "building the agentgym/webapps image failed"
+    if [ "$MODE" = --background-images ]; then
+        mkdir -p "$(dirname "$IMAGES_STATUS")" "$(dirname "$IMAGES_LOG")"
+        if read -r state pid < "$IMAGES_STATUS" 2>/dev/null && [ "$state" = building ] && kill -0 "$pid" 2>/dev/null; then
+            log "the agentgym/webapps image is already being built (job $pid, log: $IMAGES_LOG)"
+        else
+            # setsid: the job outlives this script; its status file says when it is done and how it went.
+            rm -f "$IMAGES_STATUS"
+            as_root setsid bash -c 'echo "building $$" > "$1"; bash "$2" > "$3" 2>&1; status=$?
+                if [ "$status" = 0 ]; then echo ok > "$1"; else echo "failed $status" > "$1"; fi' \
+                build-webapps-image "$IMAGES_STATUS" "$REPO/containers/webapps/build.sh" "$IMAGES_LOG" \
+                < /dev/null > /dev/null 2>&1 &
+            for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$IMAGES_STATUS" ] && break; sleep 1; done
+            [ -s "$IMAGES_STATUS" ] || fail "the background build of the agentgym/webapps image did not start"
+            log "building the agentgym/webapps image in the background ($(cat "$IMAGES_STATUS" 2>/dev/null); log: $IMAGES_LOG)"
+        fi
+    else
+        as_root bash "$REPO/containers/webapps/build.sh" || fail "building the agentgym/webapps image failed"
+    fi
 fi
 
 log "ready in $(($(date +%s) - start)) s"

@@ -150,3 +150,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section(f"tests over the {TEST_BUDGET_S:g} s budget per test", sep="-", yellow=True)
         for seconds, nodeid in over:
             terminalreporter.line(f"{seconds:8.1f} s  {nodeid}")
+
+
+def pytest_report_header() -> str:
+    from episodes import rotation, sample_everything
+
+    if sample_everything():
+        return "agentgym sampling: none (AGENTGYM_TEST_SAMPLE=all: every id, template and split)"
+    return f"agentgym sampling: rotation {rotation()} (AGENTGYM_TEST_ROTATION={rotation()} replays this run's sample)"

@@ -2,23 +2,43 @@
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
 
 import gymnasium as gym
 
 import agentgym
 
-#: Families with one id per task page (MiniWoB++'s 130) are played on every n-th id only by the
-#: tests that play episodes of every registered id; check_env and metadata still cover all ids.
+#: Families with one id per task page (MiniWoB++'s 130 share one machinery): the tests that play
+#: episodes of every registered id play every n-th id of these only.
 SAMPLED_FAMILIES: dict[str, int] = {"miniwob": 13}
+#: The contract and fingerprint check (tests/test_contract.py) covers every n-th id of these per run.
+CHECKED_FAMILIES: dict[str, int] = {"miniwob": 4}
 
 
-def sampled(env_ids: list[str]) -> list[str]:
-    """``env_ids`` with only every n-th id of the families in :data:`SAMPLED_FAMILIES`."""
+def rotation() -> int:
+    """Which slice of each sampled family this run takes: ``$AGENTGYM_TEST_ROTATION``, else the UTC day
+    number, so that successive days cover every id (the run's header prints it, to replay a run's sample)."""
+    return int(os.environ.get("AGENTGYM_TEST_ROTATION", int(time.time() // 86400)))
+
+
+def sample_everything() -> bool:
+    """``AGENTGYM_TEST_SAMPLE=all``: no sampling, every id of every family in every test (a long run)."""
+    return os.environ.get("AGENTGYM_TEST_SAMPLE") == "all"
+
+
+def sampled(env_ids: list[str], strides: dict[str, int] = SAMPLED_FAMILIES) -> list[str]:
+    """``env_ids`` with only every n-th id of the families in ``strides``, starting at the run's
+    :func:`rotation` (all of them under :func:`sample_everything`)."""
     by_family: dict[str, list[str]] = {}
     for env_id in env_ids:
         by_family.setdefault(agentgym.env_info(env_id).family, []).append(env_id)
-    return [env_id for family, ids in by_family.items() for env_id in ids[:: SAMPLED_FAMILIES.get(family, 1)]]
+    picked = []
+    for family, ids in by_family.items():
+        stride = 1 if sample_everything() else strides.get(family, 1)
+        picked.extend(ids[rotation() % stride :: stride])
+    return picked
 
 
 @dataclass(frozen=True)

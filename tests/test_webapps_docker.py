@@ -1,7 +1,8 @@
 """The web-apps suite in its container (containers/webapps/): the docker backend plays oracle episodes on every site.
 
 The image ``agentgym/webapps:latest`` holds the sites installed and seeded at build time
-(``bash containers/webapps/build.sh``; containers/setup-host.sh builds it); without docker or
+(``bash containers/webapps/build.sh``; containers/setup-host.sh builds it, in the background with
+``--background-images``, and these tests then wait for it: tests/images.py); without docker or
 the image these tests are skipped, saying which is missing.
 """
 
@@ -15,6 +16,7 @@ import time
 import gymnasium as gym
 import pytest
 from episodes import play_oracle
+from images import wait_for_background_build
 
 import agentgym
 from agentgym.environments.webapps.env import WebAppEnv, all_templates
@@ -33,7 +35,14 @@ def docker_skip_reason() -> str | None:
     return None
 
 
-needs_image = pytest.mark.skipif(docker_skip_reason() is not None, reason=f"webapps image: {docker_skip_reason()}")
+@pytest.fixture(scope="module", autouse=True)
+def image() -> str:
+    """The image, once its background build (if one runs) has finished; skipped when it is missing."""
+    wait_for_background_build()
+    reason = docker_skip_reason()
+    if reason is not None:
+        pytest.skip(f"webapps image: {reason}")
+    return IMAGE
 
 
 def built_sites() -> list[str]:
@@ -61,7 +70,6 @@ def containers_of(image: str) -> list[str]:
     return subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
 
 
-@needs_image
 def test_every_site_plays_its_oracle_in_one_container() -> None:
     sites = built_sites()
     assert sites, f"{IMAGE} holds no built site"
@@ -77,7 +85,6 @@ def test_every_site_plays_its_oracle_in_one_container() -> None:
     assert containers_of(IMAGE) == [], "the container outlived the env"
 
 
-@needs_image
 def test_a_site_env_gets_the_webapps_image_and_limits_and_a_wrong_answer_fails() -> None:
     site = built_sites()[0]
     env_id = next(info.id for info in agentgym.list_envs("webapps") if info.kwargs.get("sites") == [site])
