@@ -58,10 +58,14 @@ def build(from_scratch: bool) -> dict[str, Any]:
 
 def build_times(log: str) -> dict[str, Any]:
     """The steps' and sites' times that a log of containers/webapps/build.sh holds."""
+    # In a log of containers/setup-host.sh, the web apps' part (the core image's base and wheelhouse come first).
+    log = log[max(log.find("[containers/webapps/build.sh]"), 0) :]
     steps = {
         "base image (debootstrap)": re.search(r"\[build\.sh\] built \S+ in (\d+) s", log),
+        # The first is the sites image's (the download, when there is one); the second build only makes the wheel.
         "wheelhouse": re.search(r"wheelhouse ready in (\d+) s", log),
-        "docker build": re.search(r"built agentgym/webapps:\S+ in (\d+) s", log),
+        "sites image (docker build)": re.search(r"built agentgym/webapps-sites:\S+ in (\d+) s", log),
+        "current agentgym on top (docker build)": re.search(r"built agentgym/webapps:\S+ in (\d+) s", log),
     }
     sites = {
         match[1]: {"ready_s": float(match[2]), "state_mb": float(match[3]), "venv_mb": float(match[4])}
@@ -102,6 +106,9 @@ def sizes() -> dict[str, Any]:
             named["PostgreSQL cluster (shop + forum golden databases) and the rest"] = size / 1e6
         elif "/opt/agentgym/lib" in created_by:
             named["agentgym venv (agentgym[server,webapps], Playwright)"] = size / 1e6
+        elif "--force-reinstall" in created_by or "/tmp/agentgym-wheels" in created_by:
+            key = "the current agentgym over the sites image's (its wheels, then the install)"
+            named[key] = named.get(key, 0.0) + size / 1e6
     base = base_of(config)
     return {
         "image_mb": config["Size"] / 1e6,

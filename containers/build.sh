@@ -20,9 +20,12 @@
 #
 # Idempotent and fast when nothing changed: each image carries a label with a hash of the
 # sources (agentgym/, environments/, benchmarks/ without results, pyproject.toml, setup.py,
-# README.md), its Dockerfile and the base image's id; an image whose label matches is left
-# as it is (well under a second). The dependency wheels are downloaded again only when
-# pyproject.toml changes.
+# README.md), its Dockerfile and context folder and the base image's id; an image whose label
+# matches is left as it is (well under a second). With SOURCES, the label hashes only what those
+# paths' files are (and what they import, see containers/build_inputs.py) and the dependencies: an
+# image whose expensive part is built from a few sources (containers/webapps/) is not rebuilt when
+# other code changes. The dependency wheels are downloaded again only when the dependencies of
+# agentgym[EXTRAS] or the REQUIREMENTS files change.
 #
 # Settings (environment variables):
 #   BASE        base image                         (default agentgym/base:bookworm)
@@ -34,6 +37,13 @@
 #   REQUIREMENTS requirement files (paths relative to the checkout, space-separated) whose packages also
 #               go into the wheelhouse, each resolved on its own (for venvs of their own in the image)
 #   BUILD_ARGS  more `docker build` options, space-separated (e.g. --build-arg NAME=VALUE)
+#   IMAGE       with one GROUP: the image to build (default $PREFIX/<GROUP>:$TAG)
+#   DOCKERFILE  with one GROUP: its Dockerfile, relative to the checkout (default containers/<GROUP>/Dockerfile)
+#   SOURCES     paths (relative to the checkout, space-separated) whose files, with the agentgym modules their
+#               Python files import, the dependencies and the packaging settings for them, are all the sources
+#               the up-to-date label hashes (default: every source; the agentgym wheel has them all regardless)
+#   WHEELS      the wheelhouse's files in the build context, glob patterns (default all; "agentgym-*.whl
+#               pip-*.whl" for a Dockerfile that installs only the agentgym wheel)
 #   FORCE=1     rebuild even when up to date
 #
 # Needs: a running dockerd, and PyPI reachable from this machine (not from containers).
@@ -50,6 +60,8 @@ FORCE="${FORCE:-0}"
 EXTRAS="${EXTRAS:-server}"
 read -r -a REQUIREMENTS <<< "${REQUIREMENTS:-}"
 read -r -a BUILD_ARGS <<< "${BUILD_ARGS:-}"
+read -r -a SOURCES <<< "${SOURCES:-}"
+read -r -a WHEELS <<< "${WHEELS:-}"
 
 log() { printf '[containers/build.sh] %s\n' "$*" >&2; }
 fail() { log "error: $*"; exit 1; }
@@ -64,8 +76,13 @@ else
         [ -f "$folder/build.sh" ] || GROUPS_TO_BUILD+=("$(basename "$folder")")
     done
 fi
+if [ -n "${IMAGE:-}${DOCKERFILE:-}" ] && [ "${#GROUPS_TO_BUILD[@]}" != 1 ]; then
+    fail "IMAGE and DOCKERFILE name one group's image: name that group alone"
+fi
+image_of() { echo "${IMAGE:-$PREFIX/$1:$TAG}"; }
+dockerfile_of() { echo "$REPO/${DOCKERFILE:-containers/$1/Dockerfile}"; }
 for group in "${GROUPS_TO_BUILD[@]}"; do
-    [ -f "$REPO/containers/$group/Dockerfile" ] || fail "no containers/$group/Dockerfile"
+    [ -f "$(dockerfile_of "$group")" ] || fail "no $(dockerfile_of "$group")"
 done
 
 command -v docker >/dev/null 2>&1 || fail "no docker CLI: apt-get install docker.io (or run containers/setup-host.sh)"
@@ -105,19 +122,31 @@ source_files() {
     (cd "$REPO" && find pyproject.toml setup.py README.md agentgym environments benchmarks \
         -path benchmarks/results -prune -o -name __pycache__ -prune -o -name '*.pyc' -o -type f -print | LC_ALL=C sort)
 }
-sources_hash="$(cd "$REPO" && source_files | xargs -d '\n' sha256sum | sha256sum | cut -c1-16)"
+# What the wheelhouse's packages are downloaded for (pyproject.toml's other settings do not matter to it).
+deps_stamp="$("$PYTHON" "$REPO/containers/build_inputs.py" dependencies "$EXTRAS" "${REQUIREMENTS[@]}" | sha256sum | cut -c1-16)" \
+    || fail "containers/build_inputs.py could not read the dependencies"
+deps_stamp="$deps_stamp [$EXTRAS] $py_tag $py_full $py_machine $py_glibc"
+if [ "${#SOURCES[@]}" -gt 0 ]; then
+    inputs="$("$PYTHON" "$REPO/containers/build_inputs.py" inputs "${SOURCES[@]}")" \
+        || fail "containers/build_inputs.py could not list the inputs of ${SOURCES[*]}"
+    sources_hash="$(printf '%s\n%s\n' "$inputs" "$deps_stamp" | sha256sum | cut -c1-16)"
+    log "the label hashes ${SOURCES[*]}, $(grep -c '^[0-9a-f]\{64\}  ' <<< "$inputs") files in all with the agentgym" \
+        "modules they import, and the dependencies of agentgym[$EXTRAS]"
+else
+    sources_hash="$(cd "$REPO" && source_files | xargs -d '\n' sha256sum | sha256sum | cut -c1-16)"
+fi
 
 image_hash() {  # the label an up-to-date image of group $1 carries
     {
         echo "$sources_hash $base_id $py_tag $py_machine $py_glibc"
-        cat "$REPO/containers/$1/Dockerfile"
+        cat "$(dockerfile_of "$1")"
         [ ! -d "$REPO/containers/$1/context" ] || (cd "$REPO/containers/$1/context" && find . -type f | LC_ALL=C sort | xargs -d '\n' sha256sum)
     } | sha256sum | cut -c1-16
 }
 
 todo=()
 for group in "${GROUPS_TO_BUILD[@]}"; do
-    image="$PREFIX/$group:$TAG"
+    image="$(image_of "$group")"
     label="$(docker image inspect -f '{{ index .Config.Labels "agentgym.build-hash" }}' "$image" 2>/dev/null || true)"
     if [ "$FORCE" != 1 ] && [ "$label" = "$(image_hash "$group")" ]; then
         log "$image is up to date (FORCE=1 rebuilds)"
@@ -150,7 +179,6 @@ rm -f "$wheels"/agentgym-*.whl
 cp "$stage"/dist/agentgym-*.whl "$wheels/"
 agentgym_wheel="$(ls "$wheels"/agentgym-*.whl)"
 
-deps_stamp="$(cd "$REPO" && cat pyproject.toml "${REQUIREMENTS[@]}" | sha256sum | cut -c1-16) [$EXTRAS] $py_tag $py_full $py_machine $py_glibc"
 if [ "$(cat "$wheels/.deps-stamp" 2>/dev/null || true)" != "$deps_stamp" ]; then
     log "downloading agentgym[$EXTRAS]'s dependencies for Python $py_version ($py_machine, glibc $py_glibc) into $wheels"
     rm -f "$wheels/.deps-stamp"
@@ -188,18 +216,29 @@ remove_leftovers() {  # the builds' first stages, and images replaced by new one
     docker image prune --force --filter dangling=true --filter label=agentgym.build-hash >/dev/null || true
 }
 for group in "${todo[@]}"; do
-    image="$PREFIX/$group:$TAG"
+    image="$(image_of "$group")"
     start=$(date +%s)
     log "building $image FROM $BASE"
     context="$wheels"
-    if [ -d "$REPO/containers/$group/context" ]; then  # the wheels (hard links where possible) and context/
+    if [ -d "$REPO/containers/$group/context" ] || [ "${#WHEELS[@]}" -gt 0 ]; then
+        # The wheels (hard links where possible; those of WHEELS only when it is set) and context/.
         context="$stage/context-$group"
         mkdir -p "$context"
-        cp -al "$wheels/." "$context/" 2>/dev/null || cp -a "$wheels/." "$context/"
-        cp -r "$REPO/containers/$group/context" "$context/context"
+        if [ "${#WHEELS[@]}" -gt 0 ]; then
+            wanted=()
+            for pattern in "${WHEELS[@]}"; do
+                matches=("$wheels"/$pattern)
+                [ -e "${matches[0]}" ] || fail "no $pattern in $wheels (WHEELS)"
+                wanted+=("${matches[@]}")
+            done
+            cp -al "${wanted[@]}" "$context/" 2>/dev/null || cp -a "${wanted[@]}" "$context/"
+        else
+            cp -al "$wheels/." "$context/" 2>/dev/null || cp -a "$wheels/." "$context/"
+        fi
+        [ ! -d "$REPO/containers/$group/context" ] || cp -r "$REPO/containers/$group/context" "$context/context"
     fi
     # --network none: everything comes from the wheelhouse (and no bridge network is needed).
-    if ! docker build --force-rm --network none --file "$REPO/containers/$group/Dockerfile" --build-arg "BASE=$BASE" \
+    if ! docker build --force-rm --network none --file "$(dockerfile_of "$group")" --build-arg "BASE=$BASE" \
         "${BUILD_ARGS[@]}" --label "agentgym.build-hash=$(image_hash "$group")" --tag "$image" "$context" >&2; then
         remove_leftovers
         fail "docker build of $image failed (its output is above)"

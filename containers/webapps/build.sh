@@ -4,12 +4,20 @@
 #   1. the base image agentgym/webapps-base:bookworm-<hash>: containers/base/build.sh (debootstrap) with
 #      containers/webapps/packages.txt (Python, Chromium, fonts) and every site's Debian packages (the
 #      `apt_packages` of each Site class, read from its source);
-#   2. containers/build.sh webapps with BASE set to it: a wheelhouse of its own (agentgym[server,webapps] and
-#      each site's requirements.txt, downloaded from PyPI on this machine) and containers/webapps/Dockerfile,
-#      which installs each site and seeds its golden snapshot at build time, offline.
+#   2. the sites image agentgym/webapps-sites:latest, FROM that base: containers/build.sh with a wheelhouse of
+#      its own (agentgym[server,webapps] and each site's requirements.txt, downloaded from PyPI on this machine)
+#      and containers/webapps/sites.Dockerfile, which installs each site and seeds its golden snapshot at build
+#      time, offline (minutes). Its label hashes only what the sites are built from (SOURCES: environments/webapps
+#      and this folder, but for ./Dockerfile, with the agentgym modules they import, such as agentgym/core.py;
+#      the dependencies of agentgym[server,webapps] and the sites' requirements; the base image): a change
+#      elsewhere (agentgym/train/, README.md, another family) leaves it as it is;
+#   3. agentgym/webapps:latest FROM the sites image: containers/webapps/Dockerfile installs the agentgym wheel of
+#      this checkout over the sites image's (seconds); its label hashes every source, so the image the docker
+#      backend runs always has the current agentgym. The image it replaces, and a sites image replaced by a new
+#      one, are removed (their layers with them).
 #
 # The sites built are those of environments/webapps/sites.yaml whose site.py exists. Idempotent like the
-# scripts it calls: an up-to-date image is left as it is in about a second (FORCE=1 rebuilds it; the base
+# scripts it calls: an up-to-date image is left as it is in seconds (FORCE=1 rebuilds both images; the base
 # image is rebuilt only when the package list changes, or with FORCE_BASE=1). Needs root (debootstrap), a
 # running dockerd, a Debian mirror and PyPI. Then:
 #
@@ -18,6 +26,8 @@
 #
 # Settings: PREFIX, TAG, PYTHON, FORCE (see containers/build.sh); WEBAPPS_WHEELHOUSE (default
 # ${AGENTGYM_CACHE:-~/.cache/agentgym}/wheelhouse-webapps); FORCE_BASE=1 rebuilds the base image.
+# The log's lines "built <image> in N s" and the sites' "[webapps-image]" lines are what
+# benchmarks/webapps_image.py reads.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -56,7 +66,17 @@ log "Debian packages: $packages"
 # The tag names the package list, so that changing it builds a new base image.
 WEBAPPS_BASE="${WEBAPPS_BASE:-agentgym/webapps-base:bookworm-$(echo "$packages" | sha256sum | cut -c1-8)}"
 IMAGE="$WEBAPPS_BASE" PACKAGES="$packages" FORCE="${FORCE_BASE:-0}" bash "$REPO/containers/base/build.sh"
-BASE="$WEBAPPS_BASE" EXTRAS=server,webapps REQUIREMENTS="$requirements" \
-    WHEELHOUSE="${WEBAPPS_WHEELHOUSE:-$CACHE/wheelhouse-webapps}" BUILD_ARGS="--build-arg SITES=${sites// /,}" \
+
+# Both builds share the wheelhouse (the same EXTRAS and REQUIREMENTS: nothing is downloaded for the second).
+export EXTRAS=server,webapps REQUIREMENTS="$requirements" WHEELHOUSE="${WEBAPPS_WHEELHOUSE:-$CACHE/wheelhouse-webapps}"
+SITES_IMAGE="${PREFIX:-agentgym}/webapps-sites:${TAG:-latest}"
+# What the sites image is built from: this folder but for ./Dockerfile (the layer on top), and the family.
+SITES_SOURCES="environments/webapps containers/webapps/build.sh containers/webapps/sites.Dockerfile \
+containers/webapps/context containers/webapps/packages.txt"
+BASE="$WEBAPPS_BASE" IMAGE="$SITES_IMAGE" DOCKERFILE=containers/webapps/sites.Dockerfile \
+    SOURCES="$SITES_SOURCES" WHEELS="" BUILD_ARGS="--build-arg SITES=${sites// /,}" \
+    bash "$REPO/containers/build.sh" webapps
+BASE="$SITES_IMAGE" IMAGE="${PREFIX:-agentgym}/webapps:${TAG:-latest}" DOCKERFILE=containers/webapps/Dockerfile \
+    SOURCES="" WHEELS="agentgym-*.whl pip-*.whl" BUILD_ARGS="" \
     bash "$REPO/containers/build.sh" webapps
 log "done in $(($(date +%s) - start)) s"
