@@ -8,6 +8,7 @@ These tests check that split on this checkout and on a small made-up one whose f
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,10 +36,19 @@ def hashed_paths(output: str) -> set[str]:
     return {line.split("  ", 1)[1] for line in output.splitlines() if len(line) > 66 and line[64:66] == "  "}
 
 
+def sites_sources() -> list[str]:
+    """SITES_SOURCES of containers/webapps/build.sh: what the sites image's label hashes."""
+    found = re.search(r'^SITES_SOURCES="([^"]*)"', (REPO / "containers/webapps/build.sh").read_text(), re.M)
+    assert found, "containers/webapps/build.sh sets no SITES_SOURCES"
+    return found[1].replace("\\\n", " ").split()
+
+
 def test_the_sites_inputs_are_their_folders_and_the_core_modules_they_import() -> None:
-    result = run("inputs", "environments/webapps", "containers/webapps")
+    result = run("inputs", *sites_sources())
     assert result.returncode == 0, result.stderr
     paths = hashed_paths(result.stdout)
+    # The layer on top (the current agentgym wheel) is not what the sites are built from.
+    assert "containers/webapps/Dockerfile" not in paths
     for expected in (
         "environments/webapps/sites.yaml",
         "environments/webapps/shop/requirements.txt",
