@@ -1,7 +1,7 @@
 """Shared retrieval machinery: a BM25 index built once, cached on disk, memory-mapped, shared.
 
 Families that search a corpus (the search family's generated encyclopedia, a user's
-Search-R1 corpus) build their index through :func:`shared_index`: the first call in a
+Search-R1 corpus, WebShop's catalogs) build their index through :func:`shared_index`: the first call in a
 machine builds it into ``<cache>/retrieval/bm25/<name>/`` (``<cache>`` is ``$AGENTGYM_CACHE``,
 else ``~/.cache/agentgym``) under a file lock, every later call loads it with
 ``numpy.load(mmap_mode="r")``, and every env copy of a process shares one
@@ -10,7 +10,16 @@ else ``~/.cache/agentgym``) under a file lock, every later call loads it with
 user names (:func:`shared_dense_index`, cached and shared the same way).
 """
 
-from agentgym.retrieval.bm25 import BM25Index, Hit, cache_root, file_lock, shared_index, tokenize
+from agentgym.retrieval.bm25 import (
+    BM25Index,
+    Hit,
+    cache_root,
+    file_lock,
+    load_or_build_index,
+    shared_index,
+    tokenize,
+    write_index,
+)
 from agentgym.retrieval.dense import DenseIndex, Encoder, shared_dense_index
 
 __all__ = [
@@ -20,7 +29,9 @@ __all__ = [
     "Hit",
     "cache_root",
     "file_lock",
+    "load_or_build_index",
     "shared_dense_index",
     "shared_index",
     "tokenize",
+    "write_index",
 ]

@@ -41,7 +41,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import Stemmer
@@ -58,6 +58,7 @@ these they this to was will with"""
 STOP_WORDS = frozenset(_LUCENE_STOP_WORDS.split())
 _TOKEN = re.compile(r"[^\W_]+")
 _local = threading.local()
+IndexT = TypeVar("IndexT", bound="BM25Index")
 
 
 def _stemmer() -> Stemmer.Stemmer:
@@ -83,11 +84,16 @@ def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     return Path.home() / ".cache" / "agentgym"
 
 
-def index_directory(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The folder holding the BM25 index of the corpus called ``name``."""
+def index_directory(
+    name: str, cache_dir: str | os.PathLike[str] | None = None, *, folder: str = "retrieval/bm25"
+) -> Path:
+    """The folder holding the BM25 index of the corpus called ``name``: ``<cache>/<folder>/<name>-<digest>``.
+
+    ``folder`` lets a family keep its indexes in its own part of the cache (WebShop: ``webshop/index``).
+    """
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:80]
     digest = hashlib.blake2b(name.encode(), digest_size=4).hexdigest()
-    return cache_root(cache_dir) / "retrieval" / "bm25" / f"{safe}-{digest}"
+    return cache_root(cache_dir).joinpath(*folder.split("/")) / f"{safe}-{digest}"
 
 
 @dataclass(frozen=True)
@@ -125,30 +131,14 @@ class BM25Index:
     ) -> BM25Index:
         """Index ``texts`` (exactly ``num_docs`` of them) into ``directory``, replacing what is there, and load it.
 
-        ``meta`` is stored with the index (what it was built from). Writes to a temporary
-        sibling folder and renames it into place, so a reader never sees a half-written index.
+        ``meta`` is stored with the index (what it was built from); see :func:`write_index`.
         """
-        directory = Path(directory)
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
-        try:
-            _write_index(texts, num_docs, work, meta or {})
-            if directory.exists():
-                shutil.rmtree(directory, ignore_errors=True)
-            work.rename(directory)
-        finally:
-            if work.exists():
-                shutil.rmtree(work, ignore_errors=True)
+        write_index(texts, num_docs, directory, meta)
         return cls(directory)
 
     def matches(self, meta: dict[str, Any], num_docs: int) -> bool:
         """Whether this index was built, with this code's format, from ``num_docs`` documents described by ``meta``."""
-        stored = self.meta
-        return (
-            stored.get("version") == INDEX_VERSION
-            and stored.get("num_docs") == num_docs
-            and all(stored.get(key) == value for key, value in meta.items())
-        )
+        return _meta_matches(self.meta, meta, num_docs)
 
     @property
     def size_bytes(self) -> int:
@@ -226,6 +216,41 @@ class BM25Index:
         scores = _score(candidates, lists)
         best = _top_k(scores, k)
         return [Hit(int(candidates[position]), float(scores[position])) for position in best]
+
+
+def write_index(
+    texts: Iterable[str], num_docs: int, directory: str | os.PathLike[str], meta: dict[str, Any] | None = None
+) -> None:
+    """Write the BM25 index of ``texts`` (exactly ``num_docs`` of them) into ``directory``, replacing what is there.
+
+    ``meta`` is stored with the index. Writes to a temporary sibling folder and renames it
+    into place, so a reader never sees a half-written index; when another process renamed
+    its copy into place first, that one is kept.
+    """
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
+    try:
+        _write_index(texts, num_docs, work, meta or {})
+        if directory.exists():
+            shutil.rmtree(directory, ignore_errors=True)
+        try:
+            work.rename(directory)
+        except OSError:  # another process renamed its copy first; use that one
+            if not (directory / "meta.json").exists():
+                raise
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _meta_matches(stored: dict[str, Any], meta: dict[str, Any], num_docs: int) -> bool:
+    """Whether an index's ``stored`` meta is this code's format, for ``num_docs`` documents described by ``meta``."""
+    return (
+        stored.get("version") == INDEX_VERSION
+        and stored.get("num_docs") == num_docs
+        and all(stored.get(key) == value for key, value in meta.items())
+    )
 
 
 @dataclass(frozen=True)
@@ -398,7 +423,7 @@ def file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-_SHARED: dict[str, BM25Index] = {}
+_SHARED: dict[str, Any] = {}  # an index folder's path: its BM25Index (or subclass)
 _SHARED_LOCK = threading.Lock()
 
 
@@ -409,30 +434,52 @@ def shared_index(
     *,
     meta: dict[str, Any] | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
-) -> BM25Index:
+    directory: str | os.PathLike[str] | None = None,
+    index_type: type[IndexT] = BM25Index,  # type: ignore[assignment]
+) -> IndexT:
     """The process-wide BM25 index of the corpus called ``name``: loaded from the cache, or built first.
 
     ``texts()`` yields the ``num_docs`` documents' texts in order; it is called only when
     the cache lacks a matching index (``meta``, e.g. the corpus's size and date, must equal
-    what was stored with it). The build holds a file lock beside the index folder, so a
-    second process waits for the first one's index instead of building its own.
+    what was stored with it). The index lives in ``directory``, by default
+    :func:`index_directory` of ``name``; it is loaded as an ``index_type`` (a subclass of
+    :class:`BM25Index`, e.g. with another default ``k``). See :func:`load_or_build_index`.
     """
     meta = dict(meta or {}, corpus=name)
-    directory = index_directory(name, cache_dir)
+    directory = Path(directory) if directory is not None else index_directory(name, cache_dir)
     key = str(directory)
     with _SHARED_LOCK:
         index = _SHARED.get(key)
-        if index is not None and index.matches(meta, num_docs):
+        if isinstance(index, index_type) and _meta_matches(index.meta, meta, num_docs):
             return index
-        index = _load(directory, meta, num_docs)
-        if index is None:
-            with file_lock(directory.with_name(directory.name + ".lock")):
-                index = _load(directory, meta, num_docs)  # another process may have built it meanwhile
-                if index is None:
-                    remove_stale_builds(directory)
-                    index = BM25Index.build(texts(), num_docs, directory, meta)
-        _SHARED[key] = index
+        index = _SHARED[key] = load_or_build_index(directory, texts, num_docs, meta=meta, index_type=index_type)
         return index
+
+
+def load_or_build_index(
+    directory: str | os.PathLike[str],
+    texts: Callable[[], Iterable[str]],
+    num_docs: int,
+    *,
+    meta: dict[str, Any] | None = None,
+    index_type: type[IndexT] = BM25Index,  # type: ignore[assignment]
+) -> IndexT:
+    """The index in ``directory`` when it matches ``meta`` and ``num_docs``, else one built there from ``texts()``.
+
+    The build holds a file lock beside the index folder, so a second process waits for the
+    first one's index instead of building its own.
+    """
+    directory = Path(directory)
+    meta = meta or {}
+    index = _load(directory, meta, num_docs, index_type)
+    if index is None:
+        with file_lock(directory.with_name(directory.name + ".lock")):
+            index = _load(directory, meta, num_docs, index_type)  # another process may have built it meanwhile
+            if index is None:
+                remove_stale_builds(directory)
+                write_index(texts(), num_docs, directory, meta)
+                index = index_type(directory)
+    return index
 
 
 def remove_stale_builds(directory: Path) -> None:
@@ -444,10 +491,10 @@ def remove_stale_builds(directory: Path) -> None:
         shutil.rmtree(stale, ignore_errors=True)
 
 
-def _load(directory: Path, meta: dict[str, Any], num_docs: int) -> BM25Index | None:
+def _load(directory: Path, meta: dict[str, Any], num_docs: int, index_type: type[IndexT]) -> IndexT | None:
     """The index in ``directory`` if it is complete and matches, else ``None``."""
     try:
-        index = BM25Index(directory)
+        index = index_type(directory)
     except (OSError, ValueError, KeyError):
         return None
-    return index if index.matches(meta, num_docs) else None
+    return index if _meta_matches(index.meta, meta, num_docs) else None
