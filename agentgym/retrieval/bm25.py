@@ -27,24 +27,34 @@ workers, vector env workers) never build the same index at once.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import re
-import shutil
-import tempfile
 import threading
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 import Stemmer
+
+from agentgym.utils.files import build_once, file_lock, written_aside
+
+__all__ = [
+    "BM25Index",
+    "Hit",
+    "cache_root",
+    "file_lock",
+    "index_directory",
+    "load_or_build_index",
+    "shared_index",
+    "tokenize",
+    "write_index",
+]
 
 K1, B = 0.9, 0.4
 MAX_TOKEN_CHARS = 40
@@ -227,21 +237,8 @@ def write_index(
     into place, so a reader never sees a half-written index; when another process renamed
     its copy into place first, that one is kept.
     """
-    directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
-    try:
+    with written_aside(directory) as work:
         _write_index(texts, num_docs, work, meta or {})
-        if directory.exists():
-            shutil.rmtree(directory, ignore_errors=True)
-        try:
-            work.rename(directory)
-        except OSError:  # another process renamed its copy first; use that one
-            if not (directory / "meta.json").exists():
-                raise
-    finally:
-        if work.exists():
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def _meta_matches(stored: dict[str, Any], meta: dict[str, Any], num_docs: int) -> bool:
@@ -411,18 +408,6 @@ def _write_index(texts: Iterable[str], num_docs: int, directory: Path, meta: dic
     (directory / "meta.json").write_text(json.dumps(stored, indent=1))
 
 
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (created if needed) for the duration of the block."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 _SHARED: dict[str, Any] = {}  # an index folder's path: its BM25Index (or subclass)
 _SHARED_LOCK = threading.Lock()
 
@@ -469,26 +454,13 @@ def load_or_build_index(
     The build holds a file lock beside the index folder, so a second process waits for the
     first one's index instead of building its own.
     """
-    directory = Path(directory)
-    meta = meta or {}
-    index = _load(directory, meta, num_docs, index_type)
-    if index is None:
-        with file_lock(directory.with_name(directory.name + ".lock")):
-            index = _load(directory, meta, num_docs, index_type)  # another process may have built it meanwhile
-            if index is None:
-                remove_stale_builds(directory)
-                write_index(texts(), num_docs, directory, meta)
-                index = index_type(directory)
-    return index
+    stored_meta = meta or {}
 
+    def build(folder: Path) -> IndexT:
+        write_index(texts(), num_docs, folder, stored_meta)
+        return index_type(folder)
 
-def remove_stale_builds(directory: Path) -> None:
-    """Remove half-written copies of ``directory`` left by a build that was killed.
-
-    Call it holding the folder's lock: a build in progress holds it too, so any copy found is stale.
-    """
-    for stale in directory.parent.glob(f".{directory.name}-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+    return build_once(directory, lambda folder: _load(folder, stored_meta, num_docs, index_type), build)
 
 
 def _load(directory: Path, meta: dict[str, Any], num_docs: int, index_type: type[IndexT]) -> IndexT | None:

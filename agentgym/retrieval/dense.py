@@ -19,8 +19,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -28,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from agentgym.retrieval.bm25 import Hit, cache_root, file_lock, remove_stale_builds
+from agentgym.retrieval.bm25 import Hit, cache_root
+from agentgym.utils.files import build_once, written_aside
 
 #: Bumped when the files' format changes.
 DENSE_VERSION = 1
@@ -98,10 +97,7 @@ class DenseIndex:
         meta: dict[str, Any] | None = None,
     ) -> DenseIndex:
         """Embed ``texts`` (``num_docs`` of them) into ``directory`` (written aside, then renamed into place)."""
-        directory = Path(directory)
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
-        try:
+        with written_aside(directory) as work:
             out = None
             done, batch = 0, []
             for text in texts:
@@ -118,12 +114,6 @@ class DenseIndex:
             stored = {**(meta or {}), "version": DENSE_VERSION, "num_docs": num_docs, "model": encoder.name}
             (work / "meta.json").write_text(json.dumps(stored, indent=1))
             del out
-            if directory.exists():
-                shutil.rmtree(directory, ignore_errors=True)
-            work.rename(directory)
-        finally:
-            if work.exists():
-                shutil.rmtree(work, ignore_errors=True)
         return cls(directory, encoder)
 
     def matches(self, meta: dict[str, Any], num_docs: int) -> bool:
@@ -193,15 +183,15 @@ def shared_dense_index(
         index = _SHARED.get(str(directory))
         if index is not None and index.matches(meta, num_docs):
             return index
-        with file_lock(directory.with_name(directory.name + ".lock")):
+
+        def load(folder: Path) -> DenseIndex | None:
             try:
-                index = DenseIndex(directory, encoder)
-                if not index.matches(meta, num_docs):
-                    index = None
+                found = DenseIndex(folder, encoder)
             except (OSError, ValueError, KeyError):
-                index = None
-            if index is None:
-                remove_stale_builds(directory)
-                index = DenseIndex.build(texts(), num_docs, directory, encoder, meta)
-        _SHARED[str(directory)] = index
+                return None
+            return found if found.matches(meta, num_docs) else None
+
+        index = _SHARED[str(directory)] = build_once(
+            directory, load, lambda folder: DenseIndex.build(texts(), num_docs, folder, encoder, meta)
+        )
         return index

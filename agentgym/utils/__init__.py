@@ -10,9 +10,10 @@ that the author of a new family can check it before registering it::
     check_text_env(gym.make("Sokoban-v0"))
 
 :mod:`agentgym.utils.text` reads LLM replies (``</think>``, the ``Action:`` line, fenced
-blocks) the same way for every env. The checker's names load on first use: the core itself
-reads replies with :mod:`agentgym.utils.text`, so importing this package must not import
-the core.
+blocks) the same way for every env. :mod:`agentgym.utils.files` holds the file lock and the
+build-aside-then-rename of caches that several processes fill. The checker's names load on
+first use: the core itself reads replies with :mod:`agentgym.utils.text`, so importing this
+package must not import the core.
 """
 
 from __future__ import annotations

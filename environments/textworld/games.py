@@ -23,8 +23,6 @@ interrupted copy, a disk error) is regenerated.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import functools
 import hashlib
 import json
@@ -33,11 +31,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Literal
+
+from agentgym.utils.files import file_lock
 
 #: The cache folder when neither the ``cache_dir`` kwarg nor ``$AGENTGYM_TEXTWORLD_CACHE`` is set.
 DEFAULT_CACHE = Path("~/.cache/agentgym/textworld")
@@ -165,18 +165,6 @@ def run_generator(
         raise GenerationError(f"TextWorld generation failed:\n{result.stderr[-4000:]}")
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (created if needed) for the duration of the block."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def generate_into_cache(spec: GameSpec, tasks: Iterable[tuple[int, str]], cache_dir: str | os.PathLike) -> None:
     """Generate each missing game of ``tasks`` into the cache (call with ``PYTHONHASHSEED=0``).
 
@@ -185,7 +173,7 @@ def generate_into_cache(spec: GameSpec, tasks: Iterable[tuple[int, str]], cache_
     """
     for task_id, split in tasks:
         folder = task_folder(spec, task_id, cache_dir)
-        with _locked(folder.with_name(folder.name + ".lock")):
+        with file_lock(folder.with_name(folder.name + ".lock")):
             if is_complete(folder):
                 continue
             staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))

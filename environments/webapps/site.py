@@ -33,9 +33,11 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
+
+from agentgym.utils.files import file_lock
 
 #: How many tenants a site offers (the most env copies one machine runs at once).
 MAX_TENANTS = 256
@@ -65,18 +67,6 @@ def reachable_home(home: Path, name: str) -> Path:
         if parent.exists() and not parent.stat().st_mode & 0o001:
             return Path("/var/lib/agentgym-webapps") / f"{name}-{hashlib.sha256(str(home).encode()).hexdigest()[:8]}"
     return home
-
-
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path`` (created if missing), across processes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class TenantLease:
