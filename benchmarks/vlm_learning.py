@@ -5,7 +5,8 @@ is the same for both ("What colour is the screen?"), and the reply's first lette
 colour's (``r`` or ``b``). Only the screenshot tells the colours apart, so a success rate above
 one half needs the image; a model that ignores it stays at or below one half. The model is the
 tests' tiny Qwen2-VL (``tests/tiny_vlm.py``) with flat random weights; GRPO, full fine-tuning,
-in-process sampling. The curve is each iteration's training success rate (64 sampled episodes).
+in-process sampling. The curve is each iteration's training success rate (``--groups`` x 8 sampled
+episodes).
 
     python benchmarks/vlm_learning.py                   # writes results/vlm_learning.{md,json}
     python benchmarks/vlm_learning.py --iterations 20
@@ -74,6 +75,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--groups", type=int, default=8, help="groups of 8 episodes per iteration")
     args = parser.parse_args()
     from tiny_vlm import build_tiny_qwen2_vl
 
@@ -103,7 +105,7 @@ def main() -> None:
                 },
                 "out": str(Path(folder) / "run"),
                 "iterations": args.iterations,
-                "groups_per_iteration": 8,
+                "groups_per_iteration": args.groups,
                 "minibatch_size": 16,
                 "learning_rate": args.learning_rate,
                 "checkpoint_every": args.iterations,
@@ -119,19 +121,60 @@ def main() -> None:
         finally:
             trainer.close()
         wall = time.perf_counter() - started
+    write_record(curve, wall, args.groups, args.learning_rate, args.seed)
+
+
+def task_colours(iterations: int, groups: int, seed: int) -> list[str]:
+    """Each iteration's task colours (``r``/``b`` per group), drawn as the trainer draws its tasks.
+
+    An image-blind policy (one answer whatever the screen) scores at most the share of its colour;
+    a success rate above the larger share needs the screenshot.
+    """
+    import random
+
+    from agentgym.evaluation.runner import stable_seed
+
+    env, colours = ColourScreenEnv(), []
+    for iteration in range(iterations):
+        rng = random.Random(stable_seed(seed, "rollout", iteration))
+        drawn = ""
+        for _ in range(groups):
+            env._generate(rng.choice(ColourScreenEnv.splits.ids("train")))
+            drawn += env.colour[0]
+        colours.append(drawn)
+    return colours
+
+
+def write_record(curve: list[dict[str, float]], wall: float, groups: int, learning_rate: float, seed: int) -> None:
+    """Record the curve: the first iterations' success, the best window of 5, the last ones, every point,
+    and the iterations where success beat any image-blind policy."""
     rates = [row["success_rate"] for row in curve]
+    colours = task_colours(len(rates), groups, seed)
+    blind = [max(drawn.count("r"), drawn.count("b")) / len(drawn) for drawn in colours]
+    seeing = [f"{i} ({rate:.2f} > {bound:.2f})" for i, (rate, bound) in enumerate(zip(rates, blind)) if rate > bound]
+    for row, drawn in zip(curve, colours):
+        row["task_colours"] = drawn
     first, last = sum(rates[:3]) / 3, sum(rates[-3:]) / 3
+    best = max(range(len(rates) - 4), key=lambda i: sum(rates[i : i + 5]))
+    window = sum(rates[best : best + 5]) / 5
     points = " ".join(f"{rate:.2f}" for rate in rates)
     table = (
-        f"| iterations | success, first 3 | success, last 3 | wall |\n| --- | --- | --- | --- |\n"
-        f"| {len(rates)} | {first:.2f} | {last:.2f} | {wall:.0f} s |\n\n"
-        f"Curve (training success per iteration): {points}"
+        "| iterations | success, first 3 | best 5 in a row | success, last 3 | iterations above 1/2 | wall |\n"
+        "| --- | --- | --- | --- | --- | --- |\n"
+        f"| {len(rates)} | {first:.2f} | {window:.2f} (iterations {best}-{best + 4}) | {last:.2f} "
+        f"| {sum(rate > 0.5 for rate in rates)} | {wall:.0f} s |\n\n"
+        f"Curve (training success per iteration): {points}\n\n"
+        f"Task colours per iteration (r/b per group): {' '.join(colours)}\n\n"
+        "Iterations whose success beat every image-blind policy (its bound: the larger colour share): "
+        + (", ".join(seeing) or "none")
     )
     setup = (
-        f"tiny Qwen2-VL (2 text layers, 1 vision layer, random, initializer 0.02), GRPO, 8 groups of 8, "
-        f"lr {args.learning_rate}, 56x56 screens (4 image tokens), full fine-tuning, CPU"
+        f"tiny Qwen2-VL (2 text layers, 1 vision layer, random, initializer 0.02), GRPO, {groups} groups of 8, "
+        f"lr {learning_rate}, 56x56 screens (4 image tokens), full fine-tuning, no KL, CPU"
     )
-    record("vlm_learning", "A tiny VLM learns a visual task with agentgym's trainer", setup, table, curve)
+    command = "python benchmarks/vlm_learning.py"
+    command += f" --iterations {len(rates)} --groups {groups} --learning-rate {learning_rate:g}"
+    record("vlm_learning", "A tiny VLM learns a visual task with agentgym's trainer", setup, table, curve, command)
     print(table)
 
 
