@@ -146,7 +146,7 @@ def test_text_webshop_rollout_func(tmp_path: Path) -> None:
         model=model,
         processing_class=tokenizer,
         args=grpo_config(
-            tmp_path / "out", max_completion_length=3000, per_device_train_batch_size=2, num_generations=2
+            tmp_path / "out", max_completion_length=1000, per_device_train_batch_size=2, num_generations=2
         ),
         **kwargs,
     )
