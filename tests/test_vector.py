@@ -54,6 +54,7 @@ CASES: dict[str, tuple[str, dict[str, Any], int]] = {
     "babyai": ("BabyAI-Text-GoToLocal-v0", {}, 4),
     "household": ("Household-v0", {}, 4),
     "webshop": ("WebShop-v0", {}, 2),
+    "search": ("Search-Easy-v0", {}, 2),
     "code": ("Bash-v0", {}, 2),
     "textworld": ("TextWorld-Cooking-Easy-v0", {}, 2),
     "alfworld": ("ALFWorld-v0", {}, 2),
