@@ -29,22 +29,6 @@ needs_desktop = pytest.mark.skipif(
 )
 
 
-def all_desktop_processes() -> set[int]:
-    """Every live process started for any desktop session (they carry AGENTGYM_DESKTOP in their environment)."""
-    found = set()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/environ", "rb") as environ:
-                    if b"AGENTGYM_DESKTOP=agentgym-desktop-" in environ.read():
-                        with open(f"/proc/{entry.name}/stat", "rb") as stat:
-                            if stat.read().rsplit(b")", 1)[1].split()[0] != b"Z":
-                                found.add(int(entry.name))
-            except OSError:
-                pass
-    return found
-
-
 @pytest.fixture(scope="module")
 def env():
     env = gym.make("Desktop-v0")
@@ -202,7 +186,9 @@ def test_x_server_dying_ends_the_episode_and_reset_recovers(env: gym.Env) -> Non
 
 @needs_desktop
 def test_eight_concurrent_desktops_leave_no_process_behind() -> None:
-    before = all_desktop_processes()
+    """Every process of a session carries its token (inherited through the environment), so no process of
+    these eight is left when none carries their tokens; desktops of tests on another pytest worker are not
+    these tests' to count."""
     envs = [gym.make("Desktop-v0") for _ in range(8)]
     task_ids = [0, 19, 29, 35, 3, 22, 30, 37]  # every app
 
@@ -220,7 +206,6 @@ def test_eight_concurrent_desktops_leave_no_process_behind() -> None:
     print(f"8 concurrent desktops: {sum(successes)}/8 oracle successes")
     assert sum(successes) >= 7
     assert not any(processes_with_token(token) for token in tokens)
-    assert all_desktop_processes() <= before
 
 
 @needs_desktop
