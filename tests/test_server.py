@@ -200,11 +200,15 @@ def every_env_url() -> Iterator[str]:
 @pytest.mark.usefixtures("alfworld_data")
 @pytest.mark.parametrize("env_id", sampled([info.id for info in agentgym.list_envs()]))
 def test_every_registered_env_plays_the_same_episode_remotely(every_env_url: str, env_id: str) -> None:
+    # Real web apps put their own clock, notices and script-rewritten URLs (MediaWiki's filters) into the
+    # pages an action opens, so their episodes are compared on the reset, as in the contract and vector
+    # tests (docs/webapps.md, deviations).
+    steps = 0 if agentgym.env_info(env_id).family == "webapps" else 10
     runs = []
     for env in (gym.make(env_id), RemoteEnv(every_env_url, env_id)):
         rng = random.Random(1)
         runs.append([env.reset(seed=2, options={"task_id": 5})])
-        for _ in range(10):
+        for _ in range(steps):
             runs[-1].append(env.step(env.unwrapped.random_action(rng)))
             if runs[-1][-1][2] or runs[-1][-1][3]:
                 break

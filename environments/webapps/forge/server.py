@@ -23,6 +23,7 @@ import mimetypes
 import os
 import re
 import threading
+import time
 from socketserver import ThreadingMixIn
 
 import trac
@@ -31,6 +32,7 @@ from trac.env import env_cache, env_cache_lock
 from trac.web.auth import BasicAuthentication
 from trac.web.main import dispatch_request
 from trac.web.wsgi import WSGIServer
+from tracopt.versioncontrol.git.PyGIT import Storage
 
 TENANT_HOST = re.compile(r"^t(\d{1,4})\.forge\.localhost(?::\d+)?$")
 #: Trac's own static files (``/chrome/common/...``), served here without the whole Trac request cycle.
@@ -58,6 +60,34 @@ def forget_episode(env_path: str) -> None:
             with manager._lock:  # Trac 1.6's cache manager: the shared dict every request copies from
                 manager._cache.clear()
         _stamps[env_path] = stamp
+
+
+_refresh_rev_cache = Storage._refresh_rev_cache
+
+
+def refresh_rev_cache_until_built(storage: Storage, force: bool = False) -> bool:
+    """Trac's git revision cache, refreshed again when a git call failed to fill it.
+
+    PyGIT reads the repository's refs and revisions with ``git`` subprocesses and keeps what it read:
+    when one of them fails (seen on a loaded machine), the cache stays empty and every later page
+    answers "No node ... at revision None" until the server restarts, since PyGIT refreshes only
+    when the refs change. Here an empty cache is refreshed again (forced) a few times, and if it is
+    still empty the next request tries once more. The forge's repository is never empty.
+    """
+    refreshed = False
+    for attempt in range(3):
+        try:
+            refreshed = _refresh_rev_cache(storage, force=force or attempt > 0)
+        except Exception:  # an empty rev-list output makes PyGIT's build fail (max() of nothing)
+            refreshed = False
+        if storage._Storage__rev_cache.youngest_rev is not None:
+            return refreshed
+        time.sleep(0.2 * (attempt + 1))
+    storage._Storage__rev_cache_refresh = True
+    return refreshed
+
+
+Storage._refresh_rev_cache = refresh_rev_cache_until_built
 
 
 class ThreadingServer(ThreadingMixIn, WSGIServer):
