@@ -10,6 +10,8 @@ from agentgym.registry import register
 
 SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)
 ENTRY_POINT = "agentgym.environments.search.env:SearchEnv"
+#: World and index built before episodes (agentgym eval, agentgym prepare), outside their timeouts.
+_PREPARE = "agentgym.environments.search.env:prepare"
 
 register(
     "Search-v0",
@@ -20,6 +22,7 @@ register(
         "aggregation questions"
     ),
     splits=SPLITS,
+    prepare=_PREPARE,
     max_episode_steps=40,
 )
 register(
@@ -28,6 +31,7 @@ register(
     family="search",
     description="Search over the generated encyclopedia: single-fact and 2-hop bridge questions",
     splits=SPLITS,
+    prepare=_PREPARE,
     max_episode_steps=20,
     kwargs={"difficulty": "easy"},
 )
@@ -39,6 +43,7 @@ register(
         "Search over the generated encyclopedia: 3-4 hop bridges, 4-read comparisons and aggregations (deep research)"
     ),
     splits=SPLITS,
+    prepare=_PREPARE,
     max_episode_steps=60,
     kwargs={"difficulty": "hard"},
 )
