@@ -116,6 +116,18 @@ class _Row:
     finish_reason: FinishReason | None = None
 
 
+def resolve_device_and_dtype(device: str, dtype: str | torch.dtype | None) -> tuple[str, str | torch.dtype]:
+    """``"auto"`` device -> CUDA if available, else CPU; no dtype -> float32 on CPU, bfloat16 on CUDA; a dtype's
+    name -> the ``torch.dtype`` (``"auto"`` stays: keep the checkpoint's)."""
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if dtype is None:
+        dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    elif isinstance(dtype, str) and dtype != "auto":
+        dtype = getattr(torch, dtype)
+    return device, dtype
+
+
 class Generator:
     """A causal LM and its tokenizer, generating for batches of requests.
 
@@ -148,12 +160,7 @@ class Generator:
         available). ``dtype`` (a ``torch.dtype`` or its name, e.g. ``"bfloat16"``;
         ``"auto"`` keeps the checkpoint's) defaults to float32 on CPU and bfloat16 on CUDA.
         """
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        if dtype is None:
-            dtype = torch.float32 if device == "cpu" else torch.bfloat16
-        elif isinstance(dtype, str) and dtype != "auto":
-            dtype = getattr(torch, dtype)
+        device, dtype = resolve_device_and_dtype(device, dtype)
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
         return cls(model, tokenizer)

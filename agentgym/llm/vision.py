@@ -29,7 +29,15 @@ import torch
 from jinja2 import TemplateError
 from transformers import AutoModelForImageTextToText, AutoProcessor, AutoTokenizer, PreTrainedModel
 
-from agentgym.llm.generation import Completion, Generator, Request, RequestError, SamplingParams, autocast
+from agentgym.llm.generation import (
+    Completion,
+    Generator,
+    Request,
+    RequestError,
+    SamplingParams,
+    autocast,
+    resolve_device_and_dtype,
+)
 from agentgym.tool_parsing import template_messages
 from agentgym.wrappers.vision import ImageError, decode_image, image_url, is_image_part
 
@@ -232,12 +240,7 @@ class VisionGenerator(Generator):
         cls, path: str | Path, device: str = "auto", dtype: str | torch.dtype | None = None
     ) -> VisionGenerator:
         """Load the VLM and its processor from the folder ``path`` (device and dtype as ``Generator``'s)."""
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        if dtype is None:
-            dtype = torch.float32 if device == "cpu" else torch.bfloat16
-        elif isinstance(dtype, str) and dtype != "auto":
-            dtype = getattr(torch, dtype)
+        device, dtype = resolve_device_and_dtype(device, dtype)
         processor = load_processor(path)
         model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype).to(device)
         return cls(model, processor)
