@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,11 @@ def record(name: str, title: str, setup: str, table: str, data: Any, command: st
     ``command`` is how the benchmark was run (default ``python benchmarks/<name>.py``).
     """
     RESULTS.mkdir(exist_ok=True)
-    machine = f"{platform.processor() or platform.machine()}, {platform.system()}, Python {platform.python_version()}"
+    cores = os.cpu_count()
+    machine = (
+        f"{platform.processor() or platform.machine()}, {cores} cores, {platform.system()}, "
+        f"Python {platform.python_version()}"
+    )
     command = command or f"python benchmarks/{name}.py"
     (RESULTS / f"{name}.md").write_text(
         f"# {title}\n\n`{command}` ({setup}; {machine})\n\n{table}\n", encoding="utf-8"

@@ -1,38 +1,47 @@
-"""Env server throughput, process-backend overhead and server memory over many sessions.
+"""Env server throughput (against OpenEnv's server), remote-env latency and server memory over many sessions.
 
-* HTTP steps/s with 64 concurrent clients on loopback: an ``agentgym serve`` subprocess
-  hosting a puzzle env, 64 keep-alive connections each playing episodes with random legal
-  actions; with env calls on the event loop (the puzzles' ``inline_safe``, the default)
-  and on session threads (``--no-inline``), alternately, three rounds each (medians). The
-  load generator is a minimal asyncio HTTP/1.1 client, cheaper than the server, so that
-  the number is the server's; the server's CPU use is reported beside it.
-* Per-step overhead of the process backend: the same oracle episodes stepped through
-  ``gym.make(ID)`` and ``gym.make(ID, backend="process")`` in this run (only ``step``
-  timed; trajectories checked equal), and the process backend's cold start.
+* Steps/s with 256 concurrent sessions on loopback, four ways, taking turns, three rounds
+  each (medians): ``agentgym serve`` over plain HTTP (env calls on the event loop, the
+  puzzles' ``inline_safe``, the default; and on session threads, ``--no-inline``), over
+  each session's WebSocket channel, and OpenEnv's own server (``HTTPEnvServer`` from
+  openenv-core) serving the same env over its WebSocket. Every client plays episodes of
+  random moves; the load generators are minimal asyncio HTTP/1.1 and WebSocket clients,
+  cheaper than any server, so that the number is the server's; each server's CPU use is
+  reported beside it.
+* Per-step latency of a remote env: the same oracle episodes stepped through ``gym.make(ID)``,
+  ``gym.make(ID, backend="process")`` (RemoteEnv over HTTP) and RemoteEnv over the
+  WebSocket channel in this run (only ``step`` timed; trajectories checked equal), and the
+  process backend's cold start.
 * Server memory: resident set size after a warm-up of 1,000 sessions and after 10,000
   more sessions created, reset, stepped and closed.
 
     python benchmarks/server_throughput.py                   # writes results/server_throughput.{md,json}
-    python benchmarks/server_throughput.py --env Maze-v0 --seconds 3 --no-write
+    python benchmarks/server_throughput.py --clients 64 --seconds 2 --no-write
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import random
+import socket
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import httpx
 from recording import record
 
 import agentgym
 from agentgym.serving.backends.process import ServerProcess
+from agentgym.serving.client import RemoteEnv
 
 
 class Connection:
@@ -61,59 +70,202 @@ class Connection:
         self.writer.close()
 
 
+class WebSocket:
+    """A minimal WebSocket client on asyncio streams (text frames of JSON), as cheap as :class:`Connection`.
+
+    Frames are masked with the all-zero key, which RFC 6455 allows the server to read like any
+    other key, so that the client spends no time masking; pings are answered.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, url: str, path: str) -> WebSocket:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        writer.write(
+            f"GET {path} HTTP/1.1\r\nhost: bench\r\nupgrade: websocket\r\nconnection: Upgrade\r\n"
+            f"sec-websocket-key: {key}\r\nsec-websocket-version: 13\r\n\r\n".encode()
+        )
+        status = (await reader.readuntil(b"\r\n\r\n")).split(b" ", 2)[1]
+        if status != b"101":
+            raise RuntimeError(f"GET {path}: HTTP {status.decode()} instead of a WebSocket")
+        return cls(reader, writer)
+
+    async def ask(self, message: Any) -> Any:
+        """Send one JSON message; the JSON reply."""
+        payload = json.dumps(message).encode()
+        size = len(payload)
+        if size < 126:
+            head = bytes((0x81, 0x80 | size))
+        elif size < 65536:
+            head = bytes((0x81, 0xFE)) + size.to_bytes(2, "big")
+        else:
+            head = bytes((0x81, 0xFF)) + size.to_bytes(8, "big")
+        self.writer.write(head + b"\0\0\0\0" + payload)
+        while True:
+            first, second = await self.reader.readexactly(2)
+            size = second & 0x7F
+            if size >= 126:
+                size = int.from_bytes(await self.reader.readexactly(2 if size == 126 else 8), "big")
+            data = await self.reader.readexactly(size)
+            opcode = first & 0x0F
+            if opcode == 0x9:  # a ping: answer it and read on
+                self.writer.write(bytes((0x8A, 0x80 | len(data))) + b"\0\0\0\0" + data)
+            elif opcode == 0x8:
+                raise RuntimeError(f"the server closed the WebSocket: {data[:2].hex()} {data[2:]!r}")
+            else:
+                return json.loads(data)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU time of a process so far (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def play_for(url: str, env_id: str, clients: int, seconds: float) -> tuple[int, int, float]:
-    """Steps and resets that ``clients`` connections play in ``seconds``; and the elapsed time."""
+#: The moves every throughput client draws from, the same on every server (Sokoban's commands).
+MOVES = ("up", "down", "left", "right")
+
+
+class Counts:
+    """Steps and resets the clients of one run played."""
+
+    def __init__(self, seconds: float) -> None:
+        self.steps = self.resets = 0
+        self.started = time.perf_counter()
+        self.deadline = self.started + seconds
+
+
+async def http_client(url: str, env_id: str, counts: Counts, rng: random.Random, tasks: int) -> None:
+    """One client of ``agentgym serve`` over plain HTTP: a session, episodes of random moves until the deadline."""
+    connection = await Connection.open(url)
+    calls = f"/sessions/{(await connection.request('POST', '/sessions', {'env_id': env_id}))['session_id']}"
+    while time.perf_counter() < counts.deadline:
+        answer = await connection.request("POST", f"{calls}/reset", {"options": {"task_id": rng.randrange(tasks)}})
+        counts.resets += 1
+        while time.perf_counter() < counts.deadline:
+            answer = await connection.request("POST", f"{calls}/step", {"action": rng.choice(MOVES)})
+            counts.steps += 1
+            if answer["terminated"] or answer["truncated"]:
+                break
+    await connection.request("DELETE", calls)
+    connection.close()
+
+
+async def channel_client(url: str, env_id: str, counts: Counts, rng: random.Random, tasks: int) -> None:
+    """The same over the session's WebSocket channel (the session opened and closed over HTTP)."""
+    connection = await Connection.open(url)
+    session = (await connection.request("POST", "/sessions", {"env_id": env_id}))["session_id"]
+    channel = await WebSocket.open(url, f"/sessions/{session}/channel")
+    while time.perf_counter() < counts.deadline:
+        reset = {"call": "reset", "body": {"options": {"task_id": rng.randrange(tasks)}}}
+        assert (await channel.ask(reset))["status"] == 200
+        counts.resets += 1
+        while time.perf_counter() < counts.deadline:
+            answer = (await channel.ask({"call": "step", "body": {"action": rng.choice(MOVES)}}))["answer"]
+            counts.steps += 1
+            if answer["terminated"] or answer["truncated"]:
+                break
+    channel.close()
+    await connection.request("DELETE", f"/sessions/{session}")
+    connection.close()
+
+
+async def openenv_client(url: str, env_id: str, counts: Counts, rng: random.Random, tasks: int) -> None:
+    """The same on OpenEnv's own server, over its WebSocket (``/ws``: one env per connection)."""
+    channel = await WebSocket.open(url, "/ws")
+    while time.perf_counter() < counts.deadline:
+        answer = await channel.ask({"type": "reset", "data": {"task_id": rng.randrange(tasks)}})
+        assert answer["type"] == "observation", answer
+        counts.resets += 1
+        while time.perf_counter() < counts.deadline:
+            answer = await channel.ask({"type": "step", "data": {"text": rng.choice(MOVES)}})
+            counts.steps += 1
+            if answer["data"]["done"]:
+                break
+    channel.close()
+
+
+async def play_for(client: Any, url: str, env_id: str, clients: int, seconds: float) -> tuple[int, int, float]:
+    """Steps and resets that ``clients`` concurrent ``client``s play in ``seconds``; and the elapsed time."""
     tasks = agentgym.env_info(env_id).splits.total
-    counts = {"steps": 0, "resets": 0}
-    connections = [await Connection.open(url) for _ in range(clients)]
-    started = time.perf_counter()
-    deadline = started + seconds
+    counts = Counts(seconds)
+    await asyncio.gather(*(client(url, env_id, counts, random.Random(i), tasks) for i in range(clients)))
+    return counts.steps, counts.resets, time.perf_counter() - counts.started
 
-    async def client(connection: Connection, rng: random.Random) -> None:
-        session = (await connection.request("POST", "/sessions", {"env_id": env_id}))["session_id"]
-        calls = f"/sessions/{session}"
-        while time.perf_counter() < deadline:
-            answer = await connection.request("POST", f"{calls}/reset", {"options": {"task_id": rng.randrange(tasks)}})
-            counts["resets"] += 1
-            done = False
-            while not done and time.perf_counter() < deadline:
-                action = rng.choice(answer["info"]["available_actions"])
-                answer = await connection.request("POST", f"{calls}/step", {"action": action})
-                counts["steps"] += 1
-                done = answer["terminated"] or answer["truncated"]
-        await connection.request("DELETE", calls)
-        connection.close()
 
-    await asyncio.gather(*(client(connection, random.Random(i)) for i, connection in enumerate(connections)))
-    return counts["steps"], counts["resets"], time.perf_counter() - started
+class OpenEnvServer:
+    """OpenEnv's own server (``HTTPEnvServer`` from openenv-core) serving ``env_id`` in a uvicorn subprocess."""
+
+    def __init__(self, env_id: str, max_sessions: int) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        code = (
+            "import uvicorn; from agentgym.integrations.openenv import create_app; "
+            f"uvicorn.run(create_app({env_id!r}, max_sessions={max_sessions}), host='127.0.0.1', port={port}, "
+            "log_level='warning', ws_per_message_deflate=False)"
+        )
+        self.process = subprocess.Popen([sys.executable, "-c", code])
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{self.url}/health", timeout=5).raise_for_status()
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    self.stop()
+                    raise RuntimeError("OpenEnv's server did not start") from None
+                time.sleep(0.2)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+#: The throughput modes: which server, and which client plays on it.
+MODES = {
+    "http": ("agentgym serve, plain HTTP", http_client),
+    "http-threads": ("agentgym serve --no-inline (env calls on session threads), plain HTTP", http_client),
+    "websocket": ("agentgym serve, the session's WebSocket channel", channel_client),
+    "openenv": ("OpenEnv's server (openenv-core), its WebSocket", openenv_client),
+}
 
 
 def throughput(env_id: str, clients: int, seconds: float, rounds: int) -> dict[str, dict[str, Any]]:
-    """Steps/s and server CPU with env calls inline and on threads, alternating; medians over ``rounds``."""
+    """Steps/s and server CPU of every mode, the modes taking turns; medians over ``rounds``."""
     servers = {
-        "inline": ServerProcess([env_id], max_sessions=clients * 2),
-        "threads": ServerProcess([env_id], max_sessions=clients * 2, server_args=["--no-inline"]),
+        "http": ServerProcess([env_id], max_sessions=clients * 2),
+        "http-threads": ServerProcess([env_id], max_sessions=clients * 2, server_args=["--no-inline"]),
+        "websocket": ServerProcess([env_id], max_sessions=clients * 2),
+        "openenv": OpenEnvServer(env_id, clients * 2),
     }
     runs: dict[str, list[tuple[float, float]]] = {mode: [] for mode in servers}
     try:
-        for server in servers.values():
-            asyncio.run(play_for(server.url, env_id, clients, 1.0))  # warm-up
+        for mode, server in servers.items():
+            asyncio.run(play_for(MODES[mode][1], server.url, env_id, clients, 1.0))  # warm-up
         for _ in range(rounds):
             for mode, server in servers.items():
                 cpu = cpu_seconds(server.pid)
-                steps, _, elapsed = asyncio.run(play_for(server.url, env_id, clients, seconds))
+                steps, _, elapsed = asyncio.run(play_for(MODES[mode][1], server.url, env_id, clients, seconds))
                 runs[mode].append((steps / elapsed, (cpu_seconds(server.pid) - cpu) / elapsed))
     finally:
         for server in servers.values():
             server.stop()
     return {
         mode: {
+            "server": MODES[mode][0],
             "steps_per_s": statistics.median(rate for rate, _ in results),
             "server_cpu": statistics.median(cpu for _, cpu in results),
             "rounds": results,
@@ -154,9 +306,14 @@ def process_overhead(env_id: str, episodes: int) -> dict[str, Any]:
     remote = gym.make(env_id, backend="process")
     try:
         process_s, process_transitions = timed_steps(remote, plans)
+        channel = RemoteEnv(remote.unwrapped.url, env_id, websocket=True, max_episode_steps=-1)
+        channel_s, channel_transitions = timed_steps(
+            gym.wrappers.TimeLimit(channel, remote.spec.max_episode_steps), plans
+        )
+        channel.close()
     finally:
         remote.close()
-    assert process_transitions == local_transitions
+    assert process_transitions == local_transitions == channel_transitions
     starts = []
     for _ in range(5):
         clock = time.perf_counter()
@@ -169,6 +326,8 @@ def process_overhead(env_id: str, episodes: int) -> dict[str, Any]:
         "local_step_us": local_s * 1e6,
         "process_step_us": process_s * 1e6,
         "ratio": process_s / local_s,
+        "websocket_step_us": channel_s * 1e6,
+        "websocket_ratio": channel_s / local_s,
         "cold_start_s": statistics.median(starts),
     }
 
@@ -215,8 +374,8 @@ async def _rss(url: str) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", default="Sokoban-v0", help="a puzzle env with available_actions")
-    parser.add_argument("--clients", type=int, default=64, help="concurrent HTTP clients")
+    parser.add_argument("--env", default="Sokoban-v0", help="a puzzle env whose commands are up/down/left/right")
+    parser.add_argument("--clients", type=int, default=256, help="concurrent clients, each with its session")
     parser.add_argument("--seconds", type=float, default=3.0, help="measured seconds per throughput run")
     parser.add_argument("--rounds", type=int, default=3, help="throughput runs per mode")
     parser.add_argument("--episodes", type=int, default=200, help="oracle episodes for the overhead measurement")
@@ -226,30 +385,39 @@ def main() -> None:
 
     load = os.getloadavg()[0]
     modes = throughput(args.env, args.clients, args.seconds, args.rounds)
-    inline, threads = modes["inline"], modes["threads"]
     overhead = process_overhead(args.env, args.episodes)
     rss = memory(args.env, 1_000, args.sessions)
     data = {
         "env": args.env,
         "clients": args.clients,
+        "cores": os.cpu_count(),
         "load_average_at_start": load,
-        "inline": inline,
-        "threads": threads,
+        "throughput": modes,
         "process_backend": overhead,
         "memory": rss,
     }
+    openenv = modes["openenv"]["steps_per_s"]
+    rows = [
+        f"| {mode['server']} | {mode['steps_per_s']:,.0f} | {mode['server_cpu']:.0%} | "
+        f"{mode['steps_per_s'] / openenv:.1f}× |"
+        for mode in modes.values()
+    ]
     table = "\n".join(
         [
+            f"Steps/s with {args.clients} concurrent sessions ({args.env}, random moves; the load generator "
+            "shares the machine's cores with the server):",
+            "",
+            "| server and channel | steps/s | server CPU | ÷ OpenEnv |",
+            "|---|---|---|---|",
+            *rows,
+            "",
             f"| measure ({args.env}) | value |",
             "|---|---|",
-            f"| HTTP steps/s, {args.clients} clients, env calls on the event loop (default) | "
-            f"{inline['steps_per_s']:,.0f} (server CPU {inline['server_cpu']:.0%}) |",
-            f"| HTTP steps/s, {args.clients} clients, env calls on session threads (`--no-inline`) | "
-            f"{threads['steps_per_s']:,.0f} (server CPU {threads['server_cpu']:.0%}) |",
-            f"| inline ÷ threads | {inline['steps_per_s'] / threads['steps_per_s']:.2f} |",
             f"| `step` latency, local | {overhead['local_step_us']:,.1f} µs |",
-            f"| `step` latency, process backend | {overhead['process_step_us']:,.1f} µs |",
-            f"| process ÷ local, per step | {overhead['ratio']:,.0f}× |",
+            f"| `step` latency, process backend (RemoteEnv over HTTP) | {overhead['process_step_us']:,.1f} µs |",
+            f"| `step` latency, RemoteEnv over the WebSocket channel | {overhead['websocket_step_us']:,.1f} µs |",
+            f"| process ÷ local, per step (HTTP; WebSocket) | {overhead['ratio']:,.0f}×; "
+            f"{overhead['websocket_ratio']:,.0f}× |",
             f"| process backend cold start (make + first reset, median of 5) | {overhead['cold_start_s']:.2f} s |",
             f"| server RSS after 1,000 warm-up sessions | {rss['rss_before_mib']:.1f} MiB |",
             f"| server RSS after {args.sessions:,} more sessions (create, reset, step, close) | "
@@ -260,11 +428,11 @@ def main() -> None:
     if args.no_write:
         return
     setup = (
-        f"{args.clients} keep-alive clients on loopback, random legal actions, {args.rounds} rounds of "
-        f"{args.seconds:g} s per mode (medians); 1-minute load average {load:.1f} at start; "
-        f"{overhead['steps']} oracle steps for the overhead; {args.sessions:,} sessions for memory"
+        f"{args.clients} sessions on loopback, random moves, {args.rounds} rounds of {args.seconds:g} s per mode, "
+        f"the modes taking turns (medians); 1-minute load average {load:.1f} at start; "
+        f"{overhead['steps']} oracle steps for the latencies; {args.sessions:,} sessions for memory"
     )
-    record("server_throughput", "Env server throughput and process-backend overhead", setup, table, data)
+    record("server_throughput", "Env server throughput: HTTP, WebSocket, OpenEnv side by side", setup, table, data)
 
 
 if __name__ == "__main__":

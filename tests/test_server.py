@@ -21,6 +21,7 @@ import uvicorn
 from episodes import sampled
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
+from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
 import agentgym
 from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
@@ -28,6 +29,7 @@ from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError, ServerUnavailableError
 from agentgym.serving.server import create_app
 from agentgym.serving.wire import (
+    CHANNEL_SESSION_GONE,
     decode_observation,
     describe_space,
     encode_json,
@@ -174,10 +176,11 @@ def assert_same_observation(got: dict[str, Any], expected: dict[str, Any]) -> No
             assert got[key] == value, f"observation[{key!r}] differs"
 
 
+@pytest.mark.parametrize("websocket", [False, True], ids=["http", "websocket"])
 @pytest.mark.parametrize(("env_id", "kwargs"), PUZZLES)
-def test_remote_episodes_equal_local_ones(url: str, env_id: str, kwargs: dict[str, Any]) -> None:
+def test_remote_episodes_equal_local_ones(url: str, env_id: str, kwargs: dict[str, Any], websocket: bool) -> None:
     local = gym.make(env_id, **kwargs)
-    remote = RemoteEnv(url, env_id, **kwargs)
+    remote = RemoteEnv(url, env_id, websocket=websocket, **kwargs)
     try:
         assert repr(remote.observation_space) == repr(local.observation_space)
         assert repr(remote.action_space) == repr(local.action_space)
@@ -330,12 +333,13 @@ def test_200_concurrent_sessions_on_one_server() -> None:
     assert metrics["sessions"] == 0 and metrics["sessions_created"] == metrics["sessions_closed"] == count
 
 
-def test_abandoned_sessions_are_reaped_and_a_remote_env_recovers() -> None:
+@pytest.mark.parametrize("websocket", [False, True], ids=["http", "websocket"])
+def test_abandoned_sessions_are_reaped_and_a_remote_env_recovers(websocket: bool) -> None:
     FragileEnv.closed = 0
     with serving(["Fragile-v0"], session_ttl_s=0.3) as address:
         for _ in range(5):
             assert httpx.post(f"{address}/sessions", json={"env_id": "Fragile-v0"}).status_code == 201
-        env = RemoteEnv(address, "Fragile-v0")
+        env = RemoteEnv(address, "Fragile-v0", websocket=websocket)
         env.reset(options={"task_id": 1})
         deadline = time.monotonic() + 10
         while httpx.get(f"{address}/metrics").json()["sessions"] and time.monotonic() < deadline:
@@ -534,3 +538,76 @@ def test_server_memory_stays_flat_over_many_sessions() -> None:
     assert after["sessions"] == 0 and after["sessions_closed"] == 2000
     print(f"server RSS {before['rss_bytes'] / 2**20:.2f} MiB -> {after['rss_bytes'] / 2**20:.2f} MiB")
     assert after["rss_bytes"] - before["rss_bytes"] < 2 * 2**20  # a leaked Sokoban session holds ~50 KB
+
+
+def channel_to(url: str, session_id: str) -> Any:
+    """A raw WebSocket connection to a session's channel."""
+    from websockets.sync.client import connect
+
+    return connect(f"ws{url.removeprefix('http')}/sessions/{session_id}/channel", compression=None, proxy=None)
+
+
+def test_the_channel_answers_each_message_in_order_and_refuses_bad_ones_clearly(url: str) -> None:
+    session = httpx.post(f"{url}/sessions", json={"env_id": "Fragile-v0"}).json()["session_id"]
+    with channel_to(url, session) as channel:
+
+        def ask(message: str | bytes) -> dict[str, Any]:
+            channel.send(message)
+            return json.loads(channel.recv(timeout=10))
+
+        assert ask('{"call": "step", "body": {"action": "go"}}')["error"]["type"] == "ResetNeeded"
+        answer = ask('{"call": "reset", "body": {"options": {"task_id": 1}}, "id": 7}')
+        assert answer["id"] == 7 and answer["status"] == 200 and answer["answer"]["info"]["task_id"] == 1
+        for message, status, kind in [
+            ("{not json", 400, "InvalidJSON"),
+            ("[1, 2]", 422, "InvalidRequest"),
+            ('{"body": {}}', 422, "InvalidRequest"),
+            ('{"call": "step", "body": []}', 422, "InvalidRequest"),
+            ('{"call": "teleport"}', 404, "NotFound"),
+            ('{"call": "step", "body": {"action": 5}}', 422, "InvalidRequest"),
+            ('{"call": "reset", "body": {"options": {"task_id": -1}}}', 422, "InvalidArgument"),
+            (b'{"call": "step", "body": {"action": "x' + b"x" * 9_000_000 + b'"}}', 413, "PayloadTooLarge"),
+        ]:
+            answer = ask(message)
+            assert (answer["status"], answer["error"]["type"]) == (status, kind), message[:60]
+            assert answer["error"]["message"] and "Traceback" not in answer["error"]["message"]
+        step = ask(b'{"call": "step", "body": {"action": "go"}}')  # a binary frame is read the same way
+        assert step == {"status": 200, "answer": {**step["answer"], "reward": 0.5}}
+        assert ask('{"call": "close", "id": "bye"}') == {"id": "bye", "status": 200, "answer": {"closed": session}}
+        with pytest.raises(ConnectionClosedOK):
+            channel.recv(timeout=10)
+    assert session not in {entry["session_id"] for entry in httpx.get(f"{url}/sessions").json()["sessions"]}
+
+
+def test_a_channel_ends_with_4404_when_its_session_is_gone(url: str) -> None:
+    with channel_to(url, "no-such-session") as channel:
+        assert json.loads(channel.recv(timeout=10))["error"]["type"] == "UnknownSession"
+        with pytest.raises(ConnectionClosed) as closed:
+            channel.recv(timeout=10)
+        assert closed.value.rcvd.code == CHANNEL_SESSION_GONE
+    for ending in ("delete", "crash"):  # closed over HTTP while the channel idles; the env raising
+        session = httpx.post(f"{url}/sessions", json={"env_id": "Fragile-v0"}).json()["session_id"]
+        with channel_to(url, session) as channel:
+            channel.send('{"call": "reset"}')
+            assert json.loads(channel.recv(timeout=10))["status"] == 200
+            if ending == "delete":
+                assert httpx.delete(f"{url}/sessions/{session}").status_code == 200
+            else:
+                channel.send('{"call": "step", "body": {"action": "crash"}}')
+                answer = json.loads(channel.recv(timeout=10))
+                assert answer["status"] == 500 and answer["error"]["session_closed"] is True
+            with pytest.raises(ConnectionClosed) as closed:
+                channel.recv(timeout=10)
+            assert closed.value.rcvd.code == CHANNEL_SESSION_GONE, ending
+
+
+def test_a_websocket_remote_env_recovers_after_its_env_crashed(url: str) -> None:
+    env = RemoteEnv(url, "Fragile-v0", websocket=True)
+    env.reset(options={"task_id": 2})
+    with pytest.raises(RemoteEnvError, match="EnvError.*engine fell over"):
+        env.step("crash")
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("go")
+    env.reset(options={"task_id": 2})  # a new session, and a new channel
+    assert env.step("go")[1] == 0.5
+    env.close()

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import json
 import random
 import time
 from typing import Any, Protocol
@@ -50,7 +51,14 @@ import httpx
 from gymnasium.envs.registration import EnvSpec
 
 from agentgym.core import TaskSplits
-from agentgym.serving.wire import decode_observation, encode_json, rng_state, set_rng_state, space_from_description
+from agentgym.serving.wire import (
+    CHANNEL_SESSION_GONE,
+    decode_observation,
+    encode_json,
+    rng_state,
+    set_rng_state,
+    space_from_description,
+)
 
 #: First wait before retrying to open a session; doubled on each retry.
 BACKOFF_S = 0.2
@@ -161,8 +169,10 @@ class RemoteEnv(ProxyEnv):
     -1: none). ``uds``: reach the server through the Unix socket at this path (``agentgym
     serve --uds PATH``; ``url`` then only names it in messages and the ``Host`` header).
     ``timeout_s`` bounds each call, ``connect_timeout_s`` each connection attempt,
-    ``retries`` the retries of connection attempts and of opening the session. Every
-    other keyword argument goes to the env's constructor on the server.
+    ``retries`` the retries of connection attempts and of opening the session.
+    ``websocket=True`` makes the session's calls over its WebSocket channel (one persistent
+    connection, the fastest way: ``benchmarks/server_throughput.py``); opening and closing
+    the session stay HTTP. Every other keyword argument goes to the env's constructor on the server.
     """
 
     def __init__(
@@ -175,9 +185,14 @@ class RemoteEnv(ProxyEnv):
         timeout_s: float = 300.0,
         connect_timeout_s: float = 10.0,
         retries: int = 2,
+        websocket: bool = False,
         **kwargs: Any,
     ) -> None:
         self.url = url.rstrip("/")
+        self.websocket = websocket
+        self._channel: Any = None  # the session's WebSocket channel (websockets' sync connection), once open
+        self._channel_session: str | None = None
+        self._timeouts = (timeout_s, connect_timeout_s)
         self.uds = uds
         self.env_id = env_id
         self.kwargs = kwargs
@@ -199,6 +214,8 @@ class RemoteEnv(ProxyEnv):
             self._client.close()
             raise
         spec_kwargs = {"url": self.url, "env_id": env_id, **({"uds": uds} if uds else {}), **kwargs}
+        if websocket:
+            spec_kwargs["websocket"] = True
         self._adopt(description, "agentgym.serving.client:RemoteEnv", spec_kwargs)
 
     # ---- the Gymnasium API ----------------------------------------------------------
@@ -221,6 +238,7 @@ class RemoteEnv(ProxyEnv):
     def close(self) -> None:
         """Close the session (and stop an owned server); safe to call twice."""
         session_id, self.session_id = self.session_id, None
+        self._close_channel()
         try:
             if session_id is not None and not self._client.is_closed:
                 with contextlib.suppress(ServerUnavailableError, RemoteEnvError):
@@ -250,12 +268,15 @@ class RemoteEnv(ProxyEnv):
                     raise
                 time.sleep(BACKOFF_S * 2**attempt)
         self.session_id = answer["session_id"]
+        self._close_channel()
         return answer["env"]
 
     def _call(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
         if self.session_id is None:
             raise gym.error.ResetNeeded(f"no open session on {self.address}: call reset()")
         try:
+            if self.websocket:
+                return self._channel_call(name, body)
             return self._request("POST", f"/sessions/{self.session_id}/{name}", body)
         except RemoteEnvError as error:
             if error.type in ("EnvError", "UnknownSession"):
@@ -277,23 +298,79 @@ class RemoteEnv(ProxyEnv):
             ) from error
         if response.is_success:
             return response.json()
-        raise _error_from(response, where)
+        try:
+            error = response.json()["error"]
+        except (ValueError, KeyError, TypeError):
+            error = None
+        raise _error_from(response.status_code, error, response.text, where)
+
+    # ---- the WebSocket channel ------------------------------------------------------
+
+    def _channel_call(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One session call over the session's channel (opened on first use)."""
+        from websockets.exceptions import WebSocketException
+
+        where = f"the agentgym server at {self.address} ({name} over the session's channel)"
+        channel = self._open_channel(where)
+        try:
+            channel.send(encode_json({"call": name, "body": body}).decode())
+            reply = json.loads(channel.recv(timeout=self._timeouts[0]))
+        except (OSError, TimeoutError, WebSocketException) as error:
+            self._close_channel()
+            received = getattr(error, "rcvd", None)
+            if received is not None and received.code == CHANNEL_SESSION_GONE:
+                message = f"UnknownSession from {where}: the session is gone ({received.reason or 'closed'})"
+                raise RemoteEnvError(message, type="UnknownSession", status=404) from error
+            raise ServerUnavailableError(
+                f"lost the channel to {where}: {type(error).__name__}: {error}; the call may have been applied"
+            ) from error
+        if reply.get("status") == 200:
+            return reply["answer"]
+        raise _error_from(reply.get("status", 0), reply.get("error"), str(reply)[:500], where)
+
+    def _open_channel(self, where: str) -> Any:
+        if self._channel is not None and self._channel_session == self.session_id:
+            return self._channel
+        self._close_channel()
+        from websockets.exceptions import WebSocketException
+        from websockets.sync.client import connect, unix_connect
+
+        url = f"ws{self.url.removeprefix('http')}/sessions/{self.session_id}/channel"
+        options = {"open_timeout": self._timeouts[1], "compression": None, "max_size": None, "proxy": None}
+        for attempt in range(self.retries + 1):
+            try:
+                opening = unix_connect(self.uds, url, **options) if self.uds is not None else connect(url, **options)
+                with contextlib.ExitStack() as stack:  # kept open past the block: closed by _close_channel
+                    self._channel = stack.enter_context(opening)
+                    stack.pop_all()
+                break
+            except (OSError, TimeoutError, WebSocketException) as error:
+                if attempt == self.retries:
+                    raise ServerUnavailableError(f"cannot open the channel to {where}: {error}") from error
+                time.sleep(BACKOFF_S * 2**attempt)
+        self._channel_session = self.session_id
+        return self._channel
+
+    def _close_channel(self) -> None:
+        channel, self._channel, self._channel_session = self._channel, None, None
+        if channel is not None:
+            with contextlib.suppress(Exception):
+                channel.close()
 
 
-def _error_from(response: httpx.Response, where: str) -> Exception:
+def _error_from(status: int, error: Any, text: str, where: str) -> Exception:
     """The exception for a server's error answer: the local env's where there is one."""
     try:
-        error = response.json()["error"]
         kind, message = error["type"], error["message"]
-    except (ValueError, KeyError, TypeError):
-        error, kind, message = {}, "HTTPError", f"HTTP {response.status_code}: {response.text[:500]}"
+    except (KeyError, TypeError):
+        error, kind, message = {}, "HTTPError", f"HTTP {status}: {text[:500]}"
     if kind == "InvalidArgument":
         return (TypeError if error.get("exception") == "TypeError" else ValueError)(message)
     if kind == "ResetNeeded":
         return gym.error.ResetNeeded(message)
     if kind == "NotImplemented":
         return NotImplementedError(message)
-    return RemoteEnvError(f"{kind} from {where}: {message}", type=kind, status=response.status_code)
+    return RemoteEnvError(f"{kind} from {where}: {message}", type=kind, status=status)
 
 
 def open_remote_env(server: ServerHandle, env_id: str, kwargs: dict[str, Any], **options: Any) -> RemoteEnv:

@@ -21,6 +21,10 @@ and the ``process`` and ``docker`` backends run it. JSON in, JSON out:
   "rng_state"}``, and ``.../available_actions`` → ``{"actions"}``. The env description
   holds ``tools``, the env's function tools (docs/tool-calls.md).
 * ``DELETE /sessions/{id}`` closes the env; ``GET /sessions`` lists the open sessions.
+* ``/sessions/{id}/channel`` is the session's WebSocket: each message ``{"call", "body", "id"}``
+  is one session call (or ``close``), answered in order with ``{"status", "answer"}`` or
+  ``{"status", "error"}`` (:meth:`EnvServer.channel_message`); when the session is gone the
+  channel closes with code 4404.
 * ``GET /health`` (liveness and the served ids) and ``GET /metrics`` (sessions, calls,
   steps, errors by type, resident memory).
 
@@ -57,6 +61,7 @@ import annotations``: FastAPI reads the handlers' annotations at run time).
 import argparse
 import asyncio
 import concurrent.futures
+import contextlib
 import fnmatch
 import json
 import logging
@@ -84,7 +89,7 @@ from agentgym.registry import (
     prepare_env,
 )
 from agentgym.serving.calls import CALLS, ProtocolError, body_field
-from agentgym.serving.wire import describe_env, encode_answer, encode_json
+from agentgym.serving.wire import CHANNEL_SESSION_GONE, describe_env, encode_answer, encode_json
 from agentgym.utils.sockets import listening_socket, unix_socket
 
 if TYPE_CHECKING:
@@ -114,6 +119,8 @@ class Session:
     last_used: float = field(default_factory=time.monotonic)
     episodes: int = 0
     steps: int = 0
+    #: Closes each open WebSocket channel to this session (called when the session closes).
+    channel_closers: set[Callable[[], Any]] = field(default_factory=set)
 
     async def run(self, function: Callable[[], Any]) -> Any:
         if self.executor is None:
@@ -277,7 +284,43 @@ class EnvServer:
     async def _close(self, session: Session, counter: str) -> None:
         if self.sessions.pop(session.id, None) is not None:
             self.counts[counter] += 1
+        for close_channel in list(session.channel_closers):
+            close_channel()
         await self._discard(session)
+
+    async def channel_message(self, session_id: str, message: str | bytes, max_bytes: int) -> tuple[str, int | None]:
+        """Answer one message of a session's WebSocket channel: the reply, and the code to close the channel
+        with after it (1000 after a ``close`` call, :data:`CHANNEL_SESSION_GONE` when the session is gone), or None.
+
+        A message is ``{"call": NAME, "body": {...}, "id": ANY}`` (``body`` and ``id`` optional;
+        ``call`` a session call or ``"close"``); the reply ``{"status": 200, "answer": {...}}`` or
+        ``{"status": 4xx/5xx, "error": {...}}``, with the message's ``id`` when it had one.
+        """
+        request_id = None
+        try:
+            if len(message) > max_bytes:
+                raise ProtocolError(413, "PayloadTooLarge", f"the message exceeds {max_bytes} bytes")
+            try:
+                request = json.loads(message)
+            except ValueError as error:
+                raise ProtocolError(400, "InvalidJSON", f"the message is not valid JSON: {error}") from None
+            if not isinstance(request, dict):
+                raise ProtocolError(422, "InvalidRequest", 'a channel message is a JSON object {"call", "body"}')
+            request_id = request.get("id")
+            name = body_field(request, "call", str)
+            body = body_field(request, "body", dict, None) or {}
+            if name == "close":
+                await self.close(session_id)
+                return _channel_reply(
+                    request_id, b'{"status":200,"answer":{"closed":%s}}' % encode_json(session_id)
+                ), 1000
+            payload = await self.call(session_id, name, body)
+        except ProtocolError as error:
+            self.errors[error.type] += 1
+            gone = error.type == "UnknownSession" or error.details.get("session_closed", False)
+            reply = b'{"status":%d,%s' % (error.status, error.body()[1:])
+            return _channel_reply(request_id, reply), CHANNEL_SESSION_GONE if gone else None
+        return _channel_reply(request_id, b'{"status":200,"answer":%s}' % payload), None
 
     async def _discard(self, session: Session) -> None:
         """Close the env where it runs and release its thread; never raises."""
@@ -306,6 +349,13 @@ class EnvServer:
             "rss_bytes": rss_bytes(),
             "uptime_s": time.monotonic() - self.started,
         }
+
+
+def _channel_reply(request_id: Any, reply: bytes) -> str:
+    """A channel reply as text, carrying the request's ``id`` when it had one."""
+    if request_id is not None:
+        reply = b'{"id":%s,%s' % (encode_json(request_id), reply[1:])
+    return reply.decode()
 
 
 def _make(env_id: str, max_episode_steps: int | None, kwargs: dict[str, Any]) -> gym.Env:
@@ -354,6 +404,7 @@ def create_app(
     from fastapi import FastAPI, Request, Response
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException
+    from starlette.routing import WebSocketRoute
 
     from agentgym import __version__
     from agentgym.integrations import LazyMount  # OpenEnv's routes: docs/integrations.md
@@ -471,7 +522,59 @@ def create_app(
             operation_id=name,
         )(session_call(server, name, request_model, body_of, answer))
 
+    # A raw ASGI app, not a decorated function: each message skips Starlette's WebSocket wrapper.
+    app.router.routes.append(WebSocketRoute("/sessions/{session_id}/channel", SessionChannel(server, max_body_bytes)))
     return app
+
+
+class SessionChannel:
+    """The ASGI app of a session's WebSocket channel: each message one call, answered in order (docs/serving.md)."""
+
+    def __init__(self, server: EnvServer, max_message_bytes: int) -> None:
+        self.server, self.max_message_bytes = server, max_message_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+        server, session_id = self.server, scope["path_params"]["session_id"]
+        if (await receive())["type"] != "websocket.connect":
+            return
+        await send({"type": "websocket.accept"})
+        session = server.sessions.get(session_id)
+        if session is None:
+            reply, _ = await server.channel_message(session_id, b'{"call":"step"}', self.max_message_bytes)
+            await send({"type": "websocket.send", "text": reply})
+            return await send({"type": "websocket.close", "code": CHANNEL_SESSION_GONE, "reason": "no such session"})
+        busy = False
+
+        def close_channel() -> None:  # the session closed: end an idle channel now, a busy one after its reply
+            if not busy:
+                asyncio.ensure_future(_close_quietly(send, CHANNEL_SESSION_GONE, "session closed"))
+
+        session.channel_closers.add(close_channel)
+        try:
+            while True:
+                message = await receive()
+                if message["type"] != "websocket.receive":  # websocket.disconnect
+                    return
+                busy = True
+                data = message.get("text")
+                reply, close_code = await server.channel_message(
+                    session_id, data if data is not None else message.get("bytes") or b"", self.max_message_bytes
+                )
+                await send({"type": "websocket.send", "text": reply})
+                if close_code is None and server.sessions.get(session_id) is not session:
+                    close_code = CHANNEL_SESSION_GONE
+                if close_code is not None:
+                    return await send({"type": "websocket.close", "code": close_code, "reason": ""})
+                busy = False
+        except OSError:  # the client left mid-reply (uvicorn raises ClientDisconnected, an OSError)
+            return
+        finally:
+            session.channel_closers.discard(close_channel)
+
+
+async def _close_quietly(send: Callable, code: int, reason: str) -> None:
+    with contextlib.suppress(Exception):  # the channel is closed or gone already
+        await send({"type": "websocket.close", "code": code, "reason": reason})
 
 
 def session_call(server: EnvServer, name: str, request_model: Any, body_of: Callable, answer: Callable) -> Callable:

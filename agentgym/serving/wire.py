@@ -20,17 +20,36 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import orjson
 from gymnasium import spaces
 
 from agentgym.core import TextOrToolCall, UnicodeText
 
+#: The close code of a session's WebSocket channel when the server no longer holds the session
+#: (closed, reaped after idling, failed, or never opened).
+CHANNEL_SESSION_GONE = 4404
+
 
 def encode_json(data: Any) -> bytes:
-    """The wire format: JSON with numpy values as plain numbers and lists.
+    """The wire format: JSON (UTF-8) with numpy values as plain numbers and lists.
 
-    ASCII output (``\\uXXXX`` escapes), so that strings with lone surrogates survive.
+    orjson writes it (about 15x quicker than the standard library) wherever its output is the
+    same JSON: anything it refuses (a string with a lone surrogate, an integer past 64 bits, a
+    non-string key) and any output with ``null`` in it (orjson writes NaN and infinities as
+    null) is written by the standard library instead, with ASCII escapes, so that lone
+    surrogates and non-finite floats survive.
     """
-    return json.dumps(data, default=_plain, separators=(",", ":")).encode()
+    try:
+        encoded = orjson.dumps(data, default=_plain, option=_ORJSON_AS_STDLIB)
+    except TypeError:  # orjson.JSONEncodeError included
+        encoded = b"null"
+    if b"null" in encoded:
+        return json.dumps(data, default=_plain, separators=(",", ":")).encode()
+    return encoded
+
+
+#: Dataclasses, datetimes and str/int/dict/list subclasses go to ``default`` as the standard library sends them.
+_ORJSON_AS_STDLIB = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
 
 
 def _plain(value: Any) -> Any:
