@@ -1,0 +1,192 @@
+"""Soak and churn: hundreds of sessions on one ``agentgym serve`` for hours, leaks measured at rest, faults injected.
+
+One server (a subprocess) serves the mix of ``benchmarks/soak.yaml`` (sessions per env id,
+scaled to ``--sessions``); :func:`agentgym.serving.soak.soak` churns it: sessions opened,
+played, closed or abandoned (left to the server's idle TTL), reopened; half over HTTP, half
+over the WebSocket channel. Every ``--cycle-min`` minutes the workers stop and the server's
+process tree is measured once it holds no session (resident memory, threads, descriptors,
+child processes): a leak is what grows from rest to rest. With ``--faults``, cycles 2, 4,
+6, ... kill one process of the tree halfway through (Chromium, the Java engine, a sandbox, a
+web-app site's server, in turn) and record what the sessions saw.
+
+    python benchmarks/soak.py --hours 2                       # writes results/soak.{md,json,png}
+    python benchmarks/soak.py --minutes 6 --sessions 64 --cycle-min 2 --no-write
+
+Writes the curves (samples every 10 s under load) as an image and the rests as a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+from recording import RESULTS, record
+
+from agentgym.serving.backends.process import ServerProcess
+from agentgym.serving.soak import Churn, GrowthBounds, SoakReport, growth_failures, kill_children, soak
+
+MIX = Path(__file__).with_name("soak.yaml")
+#: What the fault cycles kill, in turn: a process name in the server's tree (or a site's server, outside it).
+FAULTS = ("chrom", "java", "bwrap", "site")
+
+
+def scaled_mix(sessions: int) -> dict[str, int]:
+    """The mix of ``soak.yaml`` scaled to ``sessions`` in all (at least one session per id)."""
+    weights = yaml.safe_load(MIX.read_text())
+    total = sum(weights.values())
+    mix = {env_id: max(1, round(weight * sessions / total)) for env_id, weight in weights.items()}
+    largest = max(mix, key=mix.__getitem__)
+    mix[largest] += sessions - sum(mix.values())
+    return mix
+
+
+def fault(server_pid: int, target: str) -> Any:
+    """The fault of one cycle: kill ``target`` (a process name in the server's tree, or a web-app site's server)."""
+
+    def inject() -> dict[str, Any]:
+        if target == "site":
+            killed = _kill_site_server()
+        else:
+            killed = next(iter(kill_children(server_pid, target, limit=1)), None)
+        print(f"fault: killed {target} (pid {killed})", flush=True)
+        return {"fault": f"kill {target}", "pid": killed}
+
+    return inject
+
+
+def _kill_site_server() -> int | None:
+    """Kill the forum site's web server (a process the web-apps family started, outside the server's tree)."""
+    found = subprocess.run(["pgrep", "-f", "gunicorn"], capture_output=True, text=True).stdout.split()
+    if not found:
+        return None
+    os.kill(int(found[0]), signal.SIGKILL)
+    return int(found[0])
+
+
+def plot(report: SoakReport, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    samples = report.samples
+    hours = [sample["t"] / 3600 for sample in samples]
+    figure, axes = plt.subplots(5, 1, figsize=(9, 11), sharex=True)
+    series = [
+        ("server RSS (MiB)", lambda s: s["rss_bytes"] / 2**20),
+        ("tree RSS (MiB)", lambda s: s["tree_rss_bytes"] / 2**20),
+        ("threads / fds", None),
+        ("child processes", lambda s: s["children"]),
+        ("open sessions", lambda s: s["sessions"]),
+    ]
+    for axis, (label, value) in zip(axes, series):
+        if value is None:
+            axis.plot(hours, [s["threads"] for s in samples], label="threads")
+            axis.plot(hours, [s["fds"] for s in samples], label="file descriptors")
+            axis.legend(loc="upper left")
+        else:
+            axis.plot(hours, [value(s) for s in samples])
+        for rest in report.rests[1:]:
+            axis.axvline(rest["t"] / 3600, color="grey", linewidth=0.5)
+        for event in report.events:
+            axis.axvline(event["t"] / 3600, color="red", linewidth=0.8)
+        axis.set_ylabel(label)
+    axes[-1].set_xlabel("hours (grey: rests between cycles; red: faults)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--hours", type=float, help="how long to churn (default 2)")
+    length.add_argument("--minutes", type=float, help="how long to churn, in minutes")
+    parser.add_argument("--sessions", type=int, default=256, help="concurrent sessions (workers)")
+    parser.add_argument("--cycle-min", type=float, default=10.0, help="minutes per cycle between rests")
+    parser.add_argument("--ttl", type=float, default=20.0, help="the server's idle-session TTL, seconds")
+    parser.add_argument("--faults", action="store_true", help="kill a process of the tree in every second cycle")
+    parser.add_argument("--no-write", action="store_true", help="print only; do not update results/")
+    args = parser.parse_args()
+    seconds = 60 * args.minutes if args.minutes else 3600 * (args.hours or 2.0)
+    cycles = max(2, round(seconds / (60 * args.cycle_min)))
+    mix = scaled_mix(args.sessions)
+
+    server = ServerProcess(list(mix), max_sessions=4 * args.sessions, session_ttl_s=args.ttl, startup_timeout_s=600)
+    faults = {cycle: fault(server.pid, FAULTS[(cycle // 2 - 1) % len(FAULTS)]) for cycle in range(2, cycles, 2)}
+    try:
+        report = asyncio.run(
+            soak(
+                server.url,
+                server.pid,
+                mix,
+                cycles=cycles,
+                cycle_s=seconds / cycles,
+                rest_timeout_s=max(180.0, 6 * args.ttl),
+                sample_every_s=10.0,
+                churn=Churn(),
+                faults=faults if args.faults else None,
+                progress=lambda line: print(line, flush=True),
+            )
+        )
+        healthy = server.process.poll() is None
+    finally:
+        server.stop()
+    failures = growth_failures(report, GrowthBounds())
+    table = summary(report, failures, healthy)
+    print(table)
+    if args.no_write:
+        return
+    setup = (
+        f"{args.sessions} sessions, {len(mix)} env ids, {seconds / 3600:.2f} h in {cycles} cycles, idle TTL "
+        f"{args.ttl:g} s{', faults injected' if args.faults else ''}; image: results/soak.png"
+    )
+    data = {"mix": mix, "seconds": seconds, "cycles": cycles, "cores": os.cpu_count(), **report.as_json()}
+    record("soak", "Soak: hundreds of sessions for hours, measured at rest", setup, table, data)
+    plot(report, RESULTS / "soak.png")
+
+
+def summary(report: SoakReport, failures: list[str], healthy: bool) -> str:
+    rows = [
+        f"| {rest['cycle'] + 1 if rest['cycle'] >= 0 else 'start'} | {rest['t'] / 60:.0f} | "
+        f"{rest['rss_bytes'] / 2**20:.0f} | {rest['tree_rss_bytes'] / 2**20:.0f} | {rest['threads']} | "
+        f"{rest['fds']} | {rest['children']} | {rest['sessions_left']} |"
+        for rest in report.rests
+    ]
+    per_env = [
+        f"| {env_id} | {count} | {report.sessions_opened[env_id]} | {report.sessions_abandoned[env_id]} | "
+        f"{report.episodes[env_id]} | {report.steps[env_id]} | "
+        f"{sum(n for key, n in report.errors.items() if key.startswith(env_id + ':'))} |"
+        for env_id, count in report.mix.items()
+    ]
+    errors = [f"- {key}: {count} (e.g. {report.error_examples[key]!r})" for key, count in report.errors.items()]
+    events = [f"- at {event['t'] / 60:.1f} min: {event['fault']} (pid {event['pid']})" for event in report.events]
+    verdict = "no growth past the bounds" if not failures else "GROWTH: " + "; ".join(failures)
+    return "\n".join(
+        [
+            "The server's process tree at rest (no session open) after each cycle:",
+            "",
+            "| after cycle | minute | server RSS MiB | tree RSS MiB | threads | fds | children | sessions left |",
+            "|---|---|---|---|---|---|---|---|",
+            *rows,
+            "",
+            f"Leak check ({GrowthBounds()}): {verdict}. Server still serving at the end: {healthy}.",
+            "",
+            "| env id | sessions at once | opened | abandoned | episodes | steps | errors |",
+            "|---|---|---|---|---|---|---|",
+            *per_env,
+            "",
+            "Errors:" if errors else "Errors: none.",
+            *errors,
+            *(["", "Faults:", *events] if events else []),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    main()
