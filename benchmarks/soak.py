@@ -36,9 +36,9 @@ MIX = Path(__file__).with_name("soak.yaml")
 FAULTS = ("chrom", "java", "bwrap", "site")
 
 
-def scaled_mix(sessions: int) -> dict[str, int]:
-    """The mix of ``soak.yaml`` scaled to ``sessions`` in all (at least one session per id)."""
-    weights = yaml.safe_load(MIX.read_text())
+def scaled_mix(sessions: int, mix_file: Path = MIX) -> dict[str, int]:
+    """The mix of ``mix_file`` (sessions per env id) scaled to ``sessions`` in all (at least one session per id)."""
+    weights = yaml.safe_load(mix_file.read_text())
     total = sum(weights.values())
     mix = {env_id: max(1, round(weight * sessions / total)) for env_id, weight in weights.items()}
     largest = max(mix, key=mix.__getitem__)
@@ -77,13 +77,14 @@ def plot(report: SoakReport, path: Path) -> None:
 
     samples = report.samples
     hours = [sample["t"] / 3600 for sample in samples]
-    figure, axes = plt.subplots(5, 1, figsize=(9, 11), sharex=True)
+    figure, axes = plt.subplots(6, 1, figsize=(9, 13), sharex=True)
     series = [
         ("server RSS (MiB)", lambda s: s["rss_bytes"] / 2**20),
         ("tree RSS (MiB)", lambda s: s["tree_rss_bytes"] / 2**20),
         ("threads / fds", None),
         ("child processes", lambda s: s["children"]),
-        ("open sessions", lambda s: s["sessions"]),
+        ("open sessions", lambda s: float("nan") if s["sessions"] is None else s["sessions"]),
+        ("/metrics answer (s)", lambda s: s["metrics_s"]),
     ]
     for axis, (label, value) in zip(axes, series):
         if value is None:
@@ -108,6 +109,7 @@ def main() -> None:
     length.add_argument("--hours", type=float, help="how long to churn (default 2)")
     length.add_argument("--minutes", type=float, help="how long to churn, in minutes")
     parser.add_argument("--sessions", type=int, default=256, help="concurrent sessions (workers)")
+    parser.add_argument("--mix", type=Path, default=MIX, help="YAML: sessions per env id (scaled to --sessions)")
     parser.add_argument("--cycle-min", type=float, default=10.0, help="minutes per cycle between rests")
     parser.add_argument("--ttl", type=float, default=20.0, help="the server's idle-session TTL, seconds")
     parser.add_argument("--faults", action="store_true", help="kill a process of the tree in every second cycle")
@@ -115,7 +117,7 @@ def main() -> None:
     args = parser.parse_args()
     seconds = 60 * args.minutes if args.minutes else 3600 * (args.hours or 2.0)
     cycles = max(2, round(seconds / (60 * args.cycle_min)))
-    mix = scaled_mix(args.sessions)
+    mix = scaled_mix(args.sessions, args.mix)
 
     server = ServerProcess(list(mix), max_sessions=4 * args.sessions, session_ttl_s=args.ttl, startup_timeout_s=600)
     faults = {cycle: fault(server.pid, FAULTS[(cycle // 2 - 1) % len(FAULTS)]) for cycle in range(2, cycles, 2)}

@@ -267,8 +267,12 @@ async def _next_action(session: Session, rng: random.Random, churn: Churn) -> st
     return "look"
 
 
-async def _metrics(client: httpx.AsyncClient) -> dict[str, Any]:
-    return (await client.get("/metrics", timeout=60)).json()
+async def _metrics(client: httpx.AsyncClient) -> dict[str, Any] | None:
+    """The server's ``/metrics``, or None when it did not answer within a minute (a stall is data, not a crash)."""
+    try:
+        return (await client.get("/metrics", timeout=60)).json()
+    except httpx.HTTPError:
+        return None
 
 
 async def soak(
@@ -326,13 +330,15 @@ async def soak(
 
 
 async def _sample(client: httpx.AsyncClient, pid: int, report: SoakReport, started: float, cycle: int) -> None:
-    metrics = await _metrics(client)
+    asked = time.monotonic()
+    metrics = await _metrics(client) or {}
     report.samples.append(
         {
-            "t": time.monotonic() - started,
+            "t": asked - started,
             "cycle": cycle,
-            "sessions": metrics["sessions"],
-            "steps": metrics["steps"],
+            "metrics_s": time.monotonic() - asked,  # how long the server took to answer: its event loop's lag
+            "sessions": metrics.get("sessions"),
+            "steps": metrics.get("steps"),
             **asdict(tree_stats(pid)),
         }
     )
@@ -341,9 +347,9 @@ async def _sample(client: httpx.AsyncClient, pid: int, report: SoakReport, start
 async def _rest(client: httpx.AsyncClient, pid: int, started: float, cycle: int, timeout_s: float) -> dict[str, Any]:
     """Wait until the server holds no session (the reaper took the abandoned ones) and its children settle."""
     deadline = time.monotonic() + timeout_s
-    while (await _metrics(client))["sessions"] and time.monotonic() < deadline:
+    while time.monotonic() < deadline and ((await _metrics(client)) or {"sessions": -1})["sessions"]:
         await asyncio.sleep(1.0)
-    left = (await _metrics(client))["sessions"]
+    left = ((await _metrics(client)) or {"sessions": -1})["sessions"]  # -1: the server did not answer
     settled, previous = tree_stats(pid), None
     while previous is None or (settled.children, settled.threads) != (previous.children, previous.threads):
         if time.monotonic() > deadline:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentgym.utils.files import file_lock
+from agentgym.utils.processes import exit_with_parent, parent_environment
 
 #: The cache folder when neither the ``cache_dir`` kwarg nor ``$AGENTGYM_TEXTWORLD_CACHE`` is set.
 DEFAULT_CACHE = Path("~/.cache/agentgym/textworld")
@@ -156,7 +157,7 @@ def run_generator(
     """Generate ``tasks`` (``(task_id, split)`` pairs) into the cache in a child process."""
     job = {"spec": asdict(spec), "tasks": list(tasks), "cache_dir": str(cache_root(cache_dir).parent)}
     command = [sys.executable, "-m", __name__, json.dumps(job)]
-    environment = {**os.environ, "PYTHONHASHSEED": "0"}
+    environment = {**os.environ, "PYTHONHASHSEED": "0", **parent_environment()}
     try:
         result = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -265,7 +266,8 @@ def _make(spec: GameSpec, seed: int, split: str, options: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The child process of :func:`run_generator`: one JSON job on the command line."""
+    """The child process of :func:`run_generator`: one JSON job on the command line (it dies with its parent)."""
+    exit_with_parent()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("job", help='JSON: {"spec": {...}, "tasks": [[task_id, split], ...], "cache_dir": PATH}')
     job = json.loads(parser.parse_args(argv).job)
