@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import http.server
+import io
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +27,30 @@ FORM = b"""<!doctype html><html><body>
 <a href="/other" target="_blank">Other page in a new tab</a>
 </body></html>"""
 
+#: A page whose script adds images after the load, as MiniWoB's order-food does: an <img> and a CSS image.
+IMAGES = b"""<!doctype html><html><head><style>.icon { content: url(/late.png?css); height: 16px; }</style>
+</head><body><div id="menu"></div><script>
+window.onload = () => {
+  const image = document.createElement('img');
+  image.src = '/late.png?img'; image.alt = 'vegan'; image.style.width = '16px';
+  document.getElementById('menu').appendChild(image);
+  const icon = document.createElement('span');
+  icon.className = 'icon'; icon.setAttribute('role', 'button');
+  document.getElementById('menu').appendChild(icon);
+};
+</script></body></html>"""
+
+
+def _png() -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (16, 16), (0, 128, 0)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+PNG = _png()
+
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802  (http.server's name)
@@ -37,7 +62,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(20)
             return
-        body = FORM if self.path == "/" else b"<html><body><p>The other page</p></body></html>"
+        if self.path.startswith("/late.png"):  # an image that arrives after the page has loaded
+            time.sleep(1.5)
+            self.send_response(200)
+            self.send_header("Content-Type", "image/png")
+            self.send_header("Content-Length", str(len(PNG)))
+            self.end_headers()
+            self.wfile.write(PNG)
+            return
+        body = {"/": FORM, "/images": IMAGES}.get(self.path, b"<html><body><p>The other page</p></body></html>")
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
         self.send_header("Content-Length", str(len(body)))
@@ -245,4 +278,19 @@ def test_a_read_that_a_navigation_interrupts_is_read_again_on_the_new_page(site:
         env.tab.run(lambda page: page.evaluate(navigates))
     env.reset()
     assert env.evaluate(navigates) == "/other"
+    env.close()
+
+
+@pytest.mark.parametrize("fake_clock", [False, True])
+def test_images_that_load_late_are_waited_for(site: str, fake_clock: bool) -> None:
+    """An image still loading has no size and would be left out of the page: the read waits for the page's
+    images (<img> and CSS ones), so a slow machine sees the page a fast one sees (issue #27, MiniWoB
+    order-food), also on the paused fake clock, where no page timer runs."""
+    from agentgym.browser.env import LiveSiteEnv
+
+    env = LiveSiteEnv(site + "/images", "Look.", fake_clock=fake_clock)
+    observation, info = env.reset()
+    assert info["browser_error"] is None
+    assert 'img alt="vegan"' in observation["text"] and "span role=button" in observation["text"]
+    assert env.evaluate("() => Array.from(document.images).every(image => image.complete)")
     env.close()

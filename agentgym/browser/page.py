@@ -675,6 +675,48 @@ async def settled_evaluate(page: Any, expression: str, arg: Any = None, attempts
             await page.wait_for_load_state()
 
 
+#: Resolves (to how many it waited for) once the page's images that are still loading, the CSS images
+#: (``content``/``background-image``) its elements show and its web fonts have loaded or failed: until
+#: then an image has no size, so whether it is listed would depend on how fast the machine is.
+#: Lazy images (``loading="lazy"``) load when scrolled to and are not waited for. Bounded from Python,
+#: since a page on the fake clock has no timer that runs.
+_RESOURCES_JS = r"""() => {
+  const pending = [];
+  const settled = target => new Promise(done => {
+    target.addEventListener('load', done, {once: true});
+    target.addEventListener('error', done, {once: true});
+  });
+  for (const image of document.images) if (!image.complete && image.loading !== 'lazy') pending.push(settled(image));
+  const urls = new Set();
+  for (const el of document.querySelectorAll('body *')) {
+    const style = getComputedStyle(el);
+    for (const value of [style.content, style.backgroundImage]) {
+      if (!value || !value.includes('url(')) continue;
+      for (const match of value.matchAll(/url\("?([^")]+)"?\)/g)) urls.add(match[1]);
+    }
+  }
+  for (const url of urls) {
+    const image = new Image();
+    image.src = url;
+    if (!image.complete) pending.push(settled(image));
+  }
+  if (document.fonts && document.fonts.status !== 'loaded') pending.push(document.fonts.ready);
+  return Promise.all(pending).then(() => pending.length);
+}"""
+#: How long a read waits for the page's images and fonts before it reads the page as it is.
+RESOURCES_TIMEOUT_S = 10.0
+
+
+async def wait_for_resources(page: Any, timeout_s: float = RESOURCES_TIMEOUT_S) -> bool:
+    """Wait until the page's loading images and fonts have loaded or failed (see :data:`_RESOURCES_JS`);
+    ``False`` if they had not after ``timeout_s`` (the page is then read as it is)."""
+    try:
+        await asyncio.wait_for(settled_evaluate(page, _RESOURCES_JS), timeout_s)
+    except asyncio.TimeoutError:
+        return False
+    return True
+
+
 async def serialise(
     page: Any,
     *,
@@ -683,7 +725,11 @@ async def serialise(
     max_chars: int = 20_000,
     renumber: bool = False,
 ) -> tuple[str, list[Element]]:
-    """The page as text and its listed elements; ``renumber`` restarts the ids at 1."""
+    """The page as text and its listed elements; ``renumber`` restarts the ids at 1.
+
+    It first waits for the page's images and fonts (:func:`wait_for_resources`): an image still loading
+    has no size and would be missing from the list, so a loaded machine would see another page."""
+    await wait_for_resources(page)
     result = await settled_evaluate(
         page, SERIALISE_JS, {"root": root, "exclude": list(exclude), "maxChars": max_chars, "renumber": renumber}
     )
