@@ -272,3 +272,37 @@ def test_computer_use_formats_click_the_target(env: gym.Env, format: str, reply:
     relative = {"x_relative": round(x / base.width * 1000), "y_relative": round(y / base.height * 1000)}
     _, reward, terminated, _, info = played.step(reply.format(x=x, y=y, **relative))
     assert reward == 1.0 and terminated and info["computer_use"]["format"] == format
+
+
+def test_envs_rendered_at_once_come_back_in_order_as_rendered_one_at_a_time() -> None:
+    """A build's workers change its speed, not its pages: three envs rendered by three threads come back in the
+    ids' order with the same groups, elements and pixels as one at a time; a page whose group is not wanted
+    is loaded (its group known) but not captured."""
+    from agentgym.environments.grounding.capture import PageSource
+
+    source = PageSource(SOURCE, dataset.source_spec(SOURCE))
+    env_ids = source.env_ids()[:3]
+    alone = list(source.rendered(env_ids, [0]))
+    refused = alone[1][1][0].group
+    at_once = list(source.rendered(env_ids, [0], wanted=lambda group: group != refused, workers=3))
+    assert [env_id for env_id, _ in at_once] == env_ids == [env_id for env_id, _ in alone]
+    for (_, (one,)), (_, (other,)) in zip(alone, at_once):
+        assert (one.key, one.group) == (other.key, other.group)
+        if other.group == refused:
+            assert not other.captured and other.elements == []
+            continue
+        assert other.elements == one.elements
+        assert (one.pixels != other.pixels).any(axis=2).sum() <= 100  # see test_cached_boxes_are_the_pages_own
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        next(source.rendered(env_ids, [0], workers=0))
+
+
+def test_build_workers_come_from_the_environment_or_the_cores(monkeypatch) -> None:
+    monkeypatch.setenv(dataset.WORKERS_VARIABLE, "3")
+    assert dataset.build_workers() == 3
+    for bad in ("0", "two"):
+        monkeypatch.setenv(dataset.WORKERS_VARIABLE, bad)
+        with pytest.raises(ValueError, match=dataset.WORKERS_VARIABLE):
+            dataset.build_workers()
+    monkeypatch.delenv(dataset.WORKERS_VARIABLE)
+    assert 1 <= dataset.build_workers() <= 4

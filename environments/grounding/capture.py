@@ -2,16 +2,24 @@
 
 A source (``sources.yaml``) names env ids; :class:`PageSource` makes them through the registry
 (``gym.make`` by string id: this family imports no other family), plays an episode's first page
-and, with ``oracle_steps``, the pages the env's oracle leads to, and reads each page: the screenshot
-from the observation, the elements and their boxes from the page's DOM (``elements.js``, run by
-the browser env's ``evaluate``), and the page's URL, which ``page_group`` turns into the group that
-decides its split.
+and, with ``oracle_steps``, the pages the env's oracle leads to, and reads each page: its URL, which
+``page_group`` turns into the group that decides its split, then (when that group is still wanted)
+the screenshot (the env's own, :meth:`~agentgym.browser.env.BrowserEnv.pixels`) and the elements and
+their boxes from the page's DOM (``elements.js``, run by the browser env's ``evaluate``).
+
+:meth:`PageSource.rendered` renders several envs at once, each in its own env (its own browser
+context) on a worker thread, and hands their pages back in the order of the ids: the build consumes
+them exactly as if they had been rendered one after the other, so its output does not depend on the
+number of workers. The time goes to Chromium (loading the page, rasterising it), which runs in its own
+processes, so threads over the shared browser pool use the machine's cores.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -35,12 +43,21 @@ def elements_script() -> str:
 
 @dataclass
 class Page:
-    """One captured page: where it came from, its split group, its screenshot and its elements."""
+    """One captured page: where it came from, its split group, its screenshot and its elements.
+
+    A page whose group was not wanted (:meth:`PageSource.pages`) was not captured: ``pixels`` is ``None``
+    and ``elements`` is empty.
+    """
 
     key: str
     group: str
-    pixels: np.ndarray
+    pixels: np.ndarray | None
     elements: list[Element]
+
+    @property
+    def captured(self) -> bool:
+        """Whether the screenshot and elements were read (the page's group was wanted)."""
+        return self.pixels is not None
 
 
 def page_group(url: str, rules: list[list[str]]) -> str:
@@ -69,24 +86,65 @@ class PageSource:
         return sorted(env_id for env_id in ids if not any(pattern.search(env_id) for pattern in skip))
 
     def make(self, env_id: str) -> gym.Env:
-        """The source env ``env_id``, rendering screenshots."""
-        return gym.make(env_id, **{"screenshot": True, **self.make_kwargs})
+        """The source env ``env_id`` (its screenshots are taken on demand, by :meth:`read`)."""
+        return gym.make(env_id, **self.make_kwargs)
 
-    def pages(self, env: gym.Env, task_id: int) -> Iterator[Page]:
-        """The pages of task ``task_id``'s episode: the first one, then one after each oracle step."""
-        observation, _ = env.reset(seed=task_id, options={"task_id": task_id})
-        yield self.read(env, f"{env.spec.id}/{task_id}/0", observation)
+    def pages(self, env: gym.Env, task_id: int, wanted: Callable[[str], bool] = lambda group: True) -> Iterator[Page]:
+        """The pages of task ``task_id``'s episode: the first one, then one after each oracle step; a page
+        whose group ``wanted`` refuses is not captured (see :class:`Page`)."""
+        env.reset(seed=task_id, options={"task_id": task_id})
+        yield self.read(env, f"{env.spec.id}/{task_id}/0", wanted)
         for step in range(1, self.oracle_steps + 1):
-            observation, _, terminated, truncated, info = env.step(env.unwrapped.oracle_action())
+            _, _, terminated, truncated, info = env.step(env.unwrapped.oracle_action())
             if terminated or truncated or info.get("invalid_action"):
                 return
-            yield self.read(env, f"{env.spec.id}/{task_id}/{step}", observation)
+            yield self.read(env, f"{env.spec.id}/{task_id}/{step}", wanted)
 
-    def read(self, env: gym.Env, key: str, observation: Mapping[str, Any]) -> Page:
-        """The page ``env`` shows now, its screenshot taken from ``observation``."""
+    def read(self, env: gym.Env, key: str, wanted: Callable[[str], bool] = lambda group: True) -> Page:
+        """The page ``env`` shows now: its group, then, if ``wanted(group)``, its screenshot and elements."""
         base = env.unwrapped
+        group = page_group(str(base.evaluate(_URL_JS)), self.rules)
+        if not wanted(group):
+            return Page(key, group, None, [])
+        pixels = np.asarray(base.pixels())
         exclude = list(getattr(base, "page_exclude", ()))
-        found = base.evaluate(elements_script(), {"exclude": exclude})
-        url = str(base.evaluate(_URL_JS))
-        elements = [Element.from_dict(element) for element in found]
-        return Page(key, page_group(url, self.rules), np.asarray(observation["screenshot"]), elements)
+        elements = [Element.from_dict(element) for element in base.evaluate(elements_script(), {"exclude": exclude})]
+        return Page(key, group, pixels, elements)
+
+    def env_pages(self, env_id: str, task_ids: Sequence[int], wanted: Callable[[str], bool]) -> list[Page]:
+        """The pages of env ``env_id``'s episodes ``task_ids``, played in turn in one env (made and closed here)."""
+        with self.make(env_id) as env:
+            return [page for task_id in task_ids for page in self.pages(env, task_id, wanted)]
+
+    def rendered(
+        self,
+        env_ids: Sequence[str],
+        task_ids: Sequence[int],
+        wanted: Callable[[str], bool] = lambda group: True,
+        workers: int = 1,
+    ) -> Iterator[tuple[str, list[Page]]]:
+        """Each env of ``env_ids`` with its pages of ``task_ids`` (:meth:`env_pages`), in the order of ``env_ids``,
+        rendered by up to ``workers`` threads at once (at most ``workers`` envs ahead of the one handed back).
+
+        ``wanted`` is called from the worker threads; it may only turn from true to false for a group (a split
+        filling up while pages are rendered), so that a page it refused would have been refused when consumed.
+        """
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        if workers == 1:
+            for env_id in env_ids:
+                yield env_id, self.env_pages(env_id, task_ids, wanted)
+            return
+        pending = deque(env_ids)
+        in_flight: deque[tuple[str, Future[list[Page]]]] = deque()
+        with ThreadPoolExecutor(workers, thread_name_prefix="grounding-render") as pool:
+            try:
+                while pending or in_flight:
+                    while pending and len(in_flight) < workers:
+                        env_id = pending.popleft()
+                        in_flight.append((env_id, pool.submit(self.env_pages, env_id, list(task_ids), wanted)))
+                    env_id, future = in_flight.popleft()
+                    yield env_id, future.result()
+            finally:
+                for _, future in in_flight:
+                    future.cancel()

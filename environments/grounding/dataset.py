@@ -23,7 +23,10 @@ split counts), and up to ``tasks_per_page`` of its descriptions (:func:`~.descri
 turn, each element once before any twice) become tasks of that split until it holds its count; a task equal to one
 already made (same page group, phrase and box: instances that look alike) is not made twice. An env whose pages
 all fall in splits already full is not played again; one that gave no task in its first round
-(pages without describable elements, such as canvases) is dropped.
+(pages without describable elements, such as canvases) is dropped. Several envs of a round render at
+once (:func:`build_workers`, :meth:`~.capture.PageSource.rendered`) and their pages are consumed in the
+ids' order, so the tasks are the same for any number of workers; a page whose split is already full is
+loaded (its URL gives its group) but not captured (no screenshot, no elements read).
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ DATA_VERSION = 1
 BATCH = 6
 #: Rounds over a source's env ids after which a build that has not filled its splits gives up.
 MAX_ROUNDS = 500
+#: Environment variable: how many envs a build renders at once (default :func:`build_workers`).
+WORKERS_VARIABLE = "AGENTGYM_GROUNDING_WORKERS"
 _SOURCES_FILE = Path(__file__).with_name("sources.yaml")
 #: The suffix of a screenshot's fast copy (raw RGB rows, zlib level 1): what ``reset`` reads.
 FAST_SUFFIX = ".rgb.z"
@@ -128,8 +133,26 @@ def load_or_build(name: str, data_dir: str | Path | None = None, report: Callabl
     return data
 
 
-def build(name: str, folder: Path, report: Callable[[str], None] = print) -> SourceData:
-    """Render source ``name``'s pages and write its tasks into ``folder`` (see the module docstring)."""
+def build_workers() -> int:
+    """How many envs a build renders at once: ``$AGENTGYM_GROUNDING_WORKERS``, else one per CPU core, at most 4.
+
+    The output is the same for any number (pages are consumed in order); the time is Chromium's, in its own
+    processes, so more workers than cores only add contention."""
+    configured = os.environ.get(WORKERS_VARIABLE, "").strip()
+    if configured:
+        try:
+            workers = int(configured)
+        except ValueError:
+            raise ValueError(f"{WORKERS_VARIABLE} must be a whole number, got {configured!r}") from None
+        if workers < 1:
+            raise ValueError(f"{WORKERS_VARIABLE} must be at least 1, got {workers}")
+        return workers
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+def build(name: str, folder: Path, report: Callable[[str], None] = print, workers: int | None = None) -> SourceData:
+    """Render source ``name``'s pages and write its tasks into ``folder`` (see the module docstring), ``workers``
+    envs at once (default :func:`build_workers`); the output does not depend on ``workers``."""
     from PIL import Image
 
     from agentgym.environments.grounding.capture import PageSource
@@ -145,57 +168,68 @@ def build(name: str, folder: Path, report: Callable[[str], None] = print) -> Sou
     groups_of: dict[str, set[str]] = {}
     seen: set[tuple[str, str, tuple[int, ...]]] = set()
     yielded: dict[str, int] = {}
+    rendered = captured = 0  # pages loaded, and of them those whose screenshot and elements were read
     active = source.env_ids()
-    report(f"grounding {name}: rendering pages of {len(active)} envs for {splits.total} tasks")
+    workers = build_workers() if workers is None else workers
+
+    def wanted(group: str) -> bool:
+        """Whether a page of ``group`` can still give tasks (its split is not full): pages of a full split are
+        not captured. Called by the render threads; a split only fills up, so a refusal is never premature."""
+        split = splits.bucket(group)
+        return len(tasks[split]) < need[split]
+
+    report(f"grounding {name}: rendering pages of {len(active)} envs for {splits.total} tasks, {workers} at once")
     with written_aside(folder) as work:
         (work / "screens").mkdir()
         for round_number in range(MAX_ROUNDS):
             if all(len(tasks[split]) >= need[split] for split in SPLIT_NAMES) or not active:
                 break
-            for env_id in list(active):
-                with source.make(env_id) as env:
-                    for task_id in range(round_number * BATCH, (round_number + 1) * BATCH):
-                        for page in source.pages(env, task_id):
-                            groups_of.setdefault(env_id, set()).add(page.group)
-                            split = splits.bucket(page.group)
-                            room = need[split] - len(tasks[split])
-                            if room <= 0:
-                                continue
-                            if page.pixels.shape != (height, width, 3):
-                                raise RuntimeError(
-                                    f"{page.key}: screenshot of shape {page.pixels.shape}, expected "
-                                    f"({height}, {width}, 3): set the source's size in sources.yaml's make_kwargs"
-                                )
-                            rng = random.Random(f"{name}|{page.key}")
-                            fresh = [
-                                description
-                                for description in describe(page.elements, width, height)
-                                if _task_key(page.group, description) not in seen
-                            ]
-                            chosen = pick(fresh, min(per_page, room), rng)
-                            if not chosen:
-                                continue
-                            screen = f"screens/{sum(pages.values()):05d}.png"
-                            Image.fromarray(page.pixels).save(work / screen, compress_level=6)
-                            write_fast_screen(work / screen, page.pixels)
-                            pages[split] += 1
-                            yielded[env_id] = yielded.get(env_id, 0) + len(chosen)
-                            for description in chosen:
-                                seen.add(_task_key(page.group, description))
-                                element = description.element
-                                tasks[split].append(
-                                    {
-                                        "split": split,
-                                        "source": name,
-                                        "screen": screen,
-                                        "page": page.key,
-                                        "group": page.group,
-                                        "kind": description.kind,
-                                        "instruction": f"Click {description.phrase}.",
-                                        "role": element.role,
-                                        "box": list(element.box),
-                                    }
-                                )
+            task_ids = range(round_number * BATCH, (round_number + 1) * BATCH)
+            for env_id, env_pages in source.rendered(list(active), task_ids, wanted, workers):
+                for page in env_pages:
+                    rendered += 1
+                    captured += page.captured
+                    groups_of.setdefault(env_id, set()).add(page.group)
+                    split = splits.bucket(page.group)
+                    room = need[split] - len(tasks[split])
+                    if room <= 0:
+                        continue
+                    assert page.pixels is not None, f"{page.key}: a wanted page was not captured"
+                    if page.pixels.shape != (height, width, 3):
+                        raise RuntimeError(
+                            f"{page.key}: screenshot of shape {page.pixels.shape}, expected "
+                            f"({height}, {width}, 3): set the source's size in sources.yaml's make_kwargs"
+                        )
+                    rng = random.Random(f"{name}|{page.key}")
+                    fresh = [
+                        description
+                        for description in describe(page.elements, width, height)
+                        if _task_key(page.group, description) not in seen
+                    ]
+                    chosen = pick(fresh, min(per_page, room), rng)
+                    if not chosen:
+                        continue
+                    screen = f"screens/{sum(pages.values()):05d}.png"
+                    Image.fromarray(page.pixels).save(work / screen, compress_level=6)
+                    write_fast_screen(work / screen, page.pixels)
+                    pages[split] += 1
+                    yielded[env_id] = yielded.get(env_id, 0) + len(chosen)
+                    for description in chosen:
+                        seen.add(_task_key(page.group, description))
+                        element = description.element
+                        tasks[split].append(
+                            {
+                                "split": split,
+                                "source": name,
+                                "screen": screen,
+                                "page": page.key,
+                                "group": page.group,
+                                "kind": description.kind,
+                                "instruction": f"Click {description.phrase}.",
+                                "role": element.role,
+                                "box": list(element.box),
+                            }
+                        )
                 full = {split for split in SPLIT_NAMES if len(tasks[split]) >= need[split]}
                 if (round_number == 0 and not yielded.get(env_id)) or {
                     splits.bucket(group) for group in groups_of.get(env_id, ())
@@ -204,7 +238,7 @@ def build(name: str, folder: Path, report: Callable[[str], None] = print) -> Sou
             report(
                 f"grounding {name}: round {round_number + 1}: "
                 + ", ".join(f"{split} {len(tasks[split])}/{need[split]}" for split in SPLIT_NAMES)
-                + f" ({time.perf_counter() - started:.0f} s)"
+                + f" ({rendered} pages loaded, {captured} captured, {time.perf_counter() - started:.0f} s)"
             )
         missing = {split: need[split] - len(tasks[split]) for split in SPLIT_NAMES if len(tasks[split]) < need[split]}
         if missing:
