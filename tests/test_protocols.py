@@ -1,15 +1,18 @@
 """Published protocols as suites, their reference numbers on the leaderboard, metric definitions, and rescore.
 
 The protocol suites are checked against their sources' lists and rules (BrowserGym's 125 MiniWoB task
-names and its seed draw, WebShop's 500 test goals, ALFWorld's unseen split, AgentEval's sizes, RAGEN's
-settings); ``agentgym rescore`` replays a real run of fast families (a quick-suite-like run) and must
-reproduce every record, then flag a record edited by hand.
+names and its seed draw, WebShop's 500 test goals, ALFWorld's valid_seen games, AgentEval's sizes, RAGEN's
+settings), and every published number belongs to a protocol's env and metric; ``agentgym rescore`` replays a
+real run of fast families (a quick-suite-like run) and must reproduce every record, then flag a record edited
+by hand.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,6 +24,7 @@ from leaderboard_runs import episode, write_folder
 import agentgym
 from agentgym import cli
 from agentgym.evaluation.leaderboard import collect, format_terminal, write_html
+from agentgym.evaluation.leaderboard.published import published_results
 from agentgym.evaluation.metrics import env_metrics, metric_definitions
 from agentgym.evaluation.rescore import format_report, rescore
 from agentgym.evaluation.runner import EvalItem, plan, run_eval
@@ -97,6 +101,21 @@ def test_every_protocol_suite_loads_and_states_its_source() -> None:
     assert load_suite("quick").protocol is None
 
 
+def test_every_published_number_is_one_of_its_protocols_envs_and_metrics_with_a_pinned_source() -> None:
+    """published.yaml: each number compares with an env of its protocol's suite, in a metric the protocol reports."""
+    suites = {load_suite(name).protocol["name"]: load_suite(name) for name in PROTOCOL_SUITES}  # type: ignore[index]
+    results = published_results()
+    assert {result.protocol for result in results} == set(suites)  # every protocol has verified numbers
+    for result in results:
+        suite = suites[result.protocol]
+        envs = [item.env for item in suite.items]
+        assert fnmatch.filter(envs, result.env), f"{result.env} is not an env of {result.protocol}'s suite"
+        assert result.metric in suite.protocol["metrics"]  # type: ignore[index]
+        assert 0 <= result.value <= 100
+        assert re.search(r"@[0-9a-f]{8}", result.citation), "the citation pins the source's commit"
+        assert re.search(r"arXiv:\d{4}\.\d{5}", result.citation)
+
+
 def test_browsergym_miniwob_is_its_125_tasks_with_browsergyms_seeds_and_step_limit() -> None:
     suite = load_suite("browsergym-miniwob")
     assert len(BROWSERGYM_MINIWOB) == 125
@@ -122,7 +141,7 @@ def test_miniwob_page_seeds_follow_browsergyms_task_setup() -> None:
     assert MiniWoBEnv.page_seed(SimpleNamespace(page_seeds="task_id"), 7) == 7  # type: ignore[arg-type]
 
 
-def test_verl_agent_protocol_is_alfworld_unseen_and_webshops_500_test_goals() -> None:
+def test_verl_agent_protocol_is_alfworld_valid_seen_and_webshops_500_test_goals() -> None:
     suite = load_suite("verl-agent-gigpo")
     items = by_env("verl-agent-gigpo")
     assert suite.history_window == 2
@@ -130,7 +149,8 @@ def test_verl_agent_protocol_is_alfworld_unseen_and_webshops_500_test_goals() ->
     test_goals = env_info("WebShop-v0").splits.ids("test")  # the original convention: test = goals 0..499
     assert webshop == list(test_goals) and len(webshop) == 500 and items["WebShop-v0"].max_turns == 15
     alfworld = items["ALFWorld-v0"]
-    assert (alfworld.split, alfworld.episodes, alfworld.max_turns) == ("test", 134, 50)  # valid_unseen: 134 games
+    # verl-agent evaluates eval_in_distribution = json_2.1.1/valid_seen (140 games): ALFWorld-v0's dev split
+    assert (alfworld.split, alfworld.episodes, alfworld.max_turns) == ("dev", 140, 50)
 
 
 def test_agentgym_rl_and_ragen_protocols_have_their_sizes_and_turn_limits() -> None:
