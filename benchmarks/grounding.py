@@ -8,6 +8,11 @@ success of the oracle (a click at the box's centre) and of random clicks next to
 screen the target boxes cover (what random clicks should score). Latencies are taken on a shared
 2-core machine under load: compare them with the 5 ms target, not across runs.
 
+The build's time per page, side by side in one run: one round (:data:`~dataset.BATCH` task ids) of a sample
+of MiniWoB++ envs rendered as a build renders them (load, screenshot, elements, PNG and fast copy written),
+one env at a time (as builds did before) and with 2 workers, the two variants alternated, with the wall time
+and the CPU time of this process and of its Chromium processes per page.
+
     python benchmarks/grounding.py              # writes results/grounding.{md,json}
     python benchmarks/grounding.py --tasks 500 --no-write
 """
@@ -17,13 +22,16 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 import gymnasium as gym
 from recording import record
 
 import agentgym
-from agentgym.environments.grounding.dataset import read_png, read_screen
+from agentgym.environments.grounding.capture import PageSource
+from agentgym.environments.grounding.dataset import BATCH, read_png, read_screen, source_spec, write_fast_screen
 from agentgym.environments.grounding.env import pixel_share
 
 
@@ -47,6 +55,55 @@ def screenshot_reads(env: gym.Env, count: int = 200) -> dict:
         read_png(folder / screen)
         png.append(time.perf_counter() - start)
     return {"fast_copy_ms_median": percentile_ms(fast, 0.5), "png_decode_ms_median": percentile_ms(png, 0.5)}
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its descendants alive now (Chromium's browser and renderer processes)."""
+    import psutil
+
+    total = time.process_time()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.Error:  # it ended meanwhile
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+def build_speed(envs: int, repeats: int, worker_counts: tuple[int, ...] = (1, 2)) -> list[dict]:
+    """Seconds per page of a build's rendering, each of ``worker_counts`` in turn, ``repeats`` times alternated, on
+    one round of every ``len(ids) // envs``-th MiniWoB++ env (what :func:`~dataset.build` does per page)."""
+    from PIL import Image
+
+    source = PageSource("MiniWoB", source_spec("MiniWoB"))
+    ids = source.env_ids()
+    sample = ids[:: max(1, len(ids) // envs)][:envs]
+    totals = {workers: {"wall_s": 0.0, "cpu_s": 0.0, "pages": 0} for workers in worker_counts}
+    next(source.rendered(sample[:1], [0]))  # start Chromium outside the measurement
+    with tempfile.TemporaryDirectory() as folder:
+        png = Path(folder) / "page.png"
+        for _ in range(repeats):
+            for workers in worker_counts:
+                cpu, wall = _cpu_seconds(), time.perf_counter()
+                for _, pages in source.rendered(sample, range(BATCH), workers=workers):
+                    for page in pages:
+                        assert page.pixels is not None
+                        Image.fromarray(page.pixels).save(png, compress_level=6)
+                        write_fast_screen(png, page.pixels)
+                        totals[workers]["pages"] += 1
+                totals[workers]["wall_s"] += time.perf_counter() - wall
+                totals[workers]["cpu_s"] += _cpu_seconds() - cpu
+    return [
+        {
+            "workers": workers,
+            "envs": len(sample),
+            "pages": total["pages"],
+            "wall_s_per_page": round(total["wall_s"] / total["pages"], 3),
+            "cpu_s_per_page": round(total["cpu_s"] / total["pages"], 3),
+        }
+        for workers, total in totals.items()
+    ]
 
 
 def measure(env_id: str, tasks: int) -> dict:
@@ -101,9 +158,12 @@ def measure(env_id: str, tasks: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=2_000, help="task ids played per id (oracle and random each)")
+    parser.add_argument("--build-envs", type=int, default=12, help="MiniWoB++ envs of the build-speed sample")
+    parser.add_argument("--build-repeats", type=int, default=2, help="times each build variant renders the sample")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     rows = [measure(info.id, args.tasks) for info in agentgym.list_envs(family="grounding")]
+    speed = build_speed(args.build_envs, args.build_repeats)
     lines = [
         "| id | tasks (train / dev / test) | screenshots (train / dev / test) | build (s) | reset median / p99 (ms) "
         "| reset, same screenshot (ms) | step median / p99 (ms) | oracle | random | mean box share |",
@@ -134,6 +194,20 @@ def main() -> None:
         lines.append(
             f"| {row['env_id']} | {row['fast_copy_ms_median']} | {row['png_decode_ms_median']} | {ratio:.1f} |"
         )
+    lines += [
+        "",
+        f"A build's rendering per page, side by side in this run ({speed[0]['envs']} MiniWoB++ envs, one round of "
+        f"{BATCH} task ids each, the variants alternated {args.build_repeats} times; CPU: this process and its "
+        "Chromium processes):",
+        "",
+        "| envs rendered at once | pages | wall per page (s) | CPU per page (s) | wall vs one at a time |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for row in speed:
+        ratio = row["wall_s_per_page"] / speed[0]["wall_s_per_page"]
+        lines.append(
+            f"| {row['workers']} | {row['pages']} | {row['wall_s_per_page']} | {row['cpu_s_per_page']} | {ratio:.2f} |"
+        )
     table = "\n".join(lines)
     print(table)
     if not args.no_write:
@@ -142,7 +216,11 @@ def main() -> None:
             "cache, on a shared 2-core machine under load; build time as the source's manifest records it"
         )
         record(
-            "grounding", "Grounding: latency from the cache, build time, tasks, oracle and random", setup, table, rows
+            "grounding",
+            "Grounding: latency from the cache, build time, tasks, oracle and random",
+            setup,
+            table,
+            {"ids": rows, "build_speed": speed},
         )
 
 
