@@ -53,6 +53,14 @@ from agentgym.environments.webapps.tasks import (
     Template,
 )
 
+#: How many times ``reset`` opens the start page (on a fresh context each time) before it reports the
+#: site's failure: the episode has not begun, so opening it again changes nothing an agent did.
+START_ATTEMPTS = 2
+#: Requests that leave this machine's sites (``*.localhost``, loopback): the sites are self-hosted, but a page
+#: may still name an outside host (django-oscar's pages load jQuery from ajax.googleapis.com before their
+#: local copy), and its page load then waits for that host's name to resolve or fail: seconds with a slow
+#: or silent resolver, and another page with internet access. The env's browser context refuses them at once.
+OUTSIDE_SITES = re.compile(r"^(?!(?:https?|wss?)://(?:[^/?#]*\.)?(?:localhost|127\.0\.0\.1|\[::1\])(?::\d+)?(?:[/?#]|$))\w+://")
 #: How long the oracle waits for a plan step's element to appear (pages that open dialogs from scripts).
 ORACLE_WAIT_S = 5.0
 #: How long ``answer(...)`` waits for the page's network to go quiet before the checker runs.
@@ -129,7 +137,6 @@ class WebAppEnv(BrowserEnv):
         seed: int = DEFAULT_SEED,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("page_timeout_s", 30.0)
         super().__init__(allow_goto=True, allow_tabs=True, **kwargs)
         self.toolset = "site_tasks"  # in agentgym/browser/browser_tools.yaml
         chosen = [
@@ -210,6 +217,7 @@ class WebAppEnv(BrowserEnv):
         async def open_start(page: Any) -> None:
             from playwright.async_api import TimeoutError as PlaywrightTimeout
 
+            await page.context.route(OUTSIDE_SITES, lambda route: route.abort("blockedbyclient"))
             if cookies:
                 await page.context.add_cookies(cookies)
             await page.goto(start_url, timeout=self.page_timeout_s * 1000)
@@ -217,11 +225,14 @@ class WebAppEnv(BrowserEnv):
             with contextlib.suppress(PlaywrightTimeout):
                 await page.wait_for_function(ready_js, timeout=QUIET_WAIT_S * 1000)
 
-        try:
-            self.tab.recycle()  # a fresh context: no cookies, storage or history from the last episode
-            self.tab.run(open_start)
-        except BrowserError as error:
-            self._fail(error)
+        for attempt in range(START_ATTEMPTS):
+            try:
+                self.tab.recycle()  # a fresh context: no cookies, storage or history from the last episode
+                self.tab.run(open_start)
+                break
+            except BrowserError as error:
+                if attempt == START_ATTEMPTS - 1:
+                    self._fail(error)
         where = "; ".join(f"{self.site(name).title}: {self.public_base(name)}/" for name in self.task.sites)
         return f"{self.task.instruction}\n(Sites: {where}.)"
 
