@@ -138,3 +138,22 @@ def test_reset_restores_the_seeded_state_and_tenants_are_isolated(site: str) -> 
         assert handle.state_digest(env.tenant) == golden
     finally:
         other.close()
+
+
+def test_requests_to_outside_hosts_are_refused_at_once() -> None:
+    """The shop's pages name ajax.googleapis.com (django-oscar's jQuery, before its local copy): the env's
+    context refuses the request instead of waiting for the name to resolve, and the page falls back to the
+    local copy, so a page load does not depend on this machine's resolver or internet access (issue #27)."""
+    env = env_for(TEMPLATES["shop/review-count"])
+    env.reset(options={"task_id": task_ids(env, "shop/review-count", "dev", 1)[0]})
+    failed: list[tuple[str, str]] = []
+
+    async def reload(page: object) -> str:
+        page.on("requestfailed", lambda request: failed.append((request.url, request.failure or "")))  # type: ignore[attr-defined]
+        await page.reload()  # type: ignore[attr-defined]
+        return await page.evaluate("typeof jQuery")  # type: ignore[attr-defined]
+
+    assert env.tab.run(reload) == "function"
+    outside = [(url, why) for url, why in failed if "googleapis" in url]
+    assert outside and all("BLOCKED_BY_CLIENT" in why for _, why in outside), failed
+    assert not [url for url, _ in failed if ".localhost" in url], failed
