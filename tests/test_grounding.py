@@ -275,17 +275,26 @@ def test_computer_use_formats_click_the_target(env: gym.Env, format: str, reply:
 
 
 def test_envs_rendered_at_once_come_back_in_order_as_rendered_one_at_a_time() -> None:
-    """A build's workers change its speed, not its pages: three envs rendered by three threads come back in the
+    """A build's workers change its speed, not its pages: envs rendered by three threads come back in the
     ids' order with the same groups, elements and pixels as one at a time; a page whose group is not wanted
-    is loaded (its group known) but not captured."""
+    is loaded (its group known) but not captured; a skipped env comes back without pages."""
     from agentgym.environments.grounding.capture import PageSource
 
     source = PageSource(SOURCE, dataset.source_spec(SOURCE))
     env_ids = source.env_ids()[:3]
     alone = list(source.rendered(env_ids, [0]))
     refused = alone[1][1][0].group
-    at_once = list(source.rendered(env_ids, [0], wanted=lambda group: group != refused, workers=3))
-    assert [env_id for env_id, _ in at_once] == env_ids == [env_id for env_id, _ in alone]
+    at_once = list(
+        source.rendered(
+            [*env_ids, "skipped"],
+            [0],
+            lambda group: group != refused,
+            workers=3,
+            skip=lambda env_id: env_id == "skipped",
+        )
+    )
+    assert [env_id for env_id, _ in at_once] == [*env_ids, "skipped"] and at_once[-1] == ("skipped", [])
+    assert [env_id for env_id, _ in alone] == env_ids
     for (_, (one,)), (_, (other,)) in zip(alone, at_once):
         assert (one.key, one.group) == (other.key, other.group)
         if other.group == refused:

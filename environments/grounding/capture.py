@@ -122,29 +122,34 @@ class PageSource:
         task_ids: Sequence[int],
         wanted: Callable[[str], bool] = lambda group: True,
         workers: int = 1,
+        skip: Callable[[str], bool] = lambda env_id: False,
     ) -> Iterator[tuple[str, list[Page]]]:
         """Each env of ``env_ids`` with its pages of ``task_ids`` (:meth:`env_pages`), in the order of ``env_ids``,
         rendered by up to ``workers`` threads at once (at most ``workers`` envs ahead of the one handed back).
 
         ``wanted`` is called from the worker threads; it may only turn from true to false for a group (a split
         filling up while pages are rendered), so that a page it refused would have been refused when consumed.
+        ``skip(env_id)``, asked when the env is due to render, makes an env come back with no pages, not played.
         """
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
+        tasks = list(task_ids)
         if workers == 1:
             for env_id in env_ids:
-                yield env_id, self.env_pages(env_id, task_ids, wanted)
+                yield env_id, [] if skip(env_id) else self.env_pages(env_id, tasks, wanted)
             return
         pending = deque(env_ids)
-        in_flight: deque[tuple[str, Future[list[Page]]]] = deque()
+        in_flight: deque[tuple[str, Future[list[Page]] | None]] = deque()
         with ThreadPoolExecutor(workers, thread_name_prefix="grounding-render") as pool:
             try:
                 while pending or in_flight:
-                    while pending and len(in_flight) < workers:
+                    while pending and sum(future is not None for _, future in in_flight) < workers:
                         env_id = pending.popleft()
-                        in_flight.append((env_id, pool.submit(self.env_pages, env_id, list(task_ids), wanted)))
+                        played = None if skip(env_id) else pool.submit(self.env_pages, env_id, tasks, wanted)
+                        in_flight.append((env_id, played))
                     env_id, future = in_flight.popleft()
-                    yield env_id, future.result()
+                    yield env_id, [] if future is None else future.result()
             finally:
                 for _, future in in_flight:
-                    future.cancel()
+                    if future is not None:
+                        future.cancel()

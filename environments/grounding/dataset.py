@@ -26,7 +26,8 @@ all fall in splits already full is not played again; one that gave no task in it
 (pages without describable elements, such as canvases) is dropped. Several envs of a round render at
 once (:func:`build_workers`, :meth:`~.capture.PageSource.rendered`) and their pages are consumed in the
 ids' order, so the tasks are the same for any number of workers; a page whose split is already full is
-loaded (its URL gives its group) but not captured (no screenshot, no elements read).
+loaded (its URL gives its group) but not captured (no screenshot, no elements read), and an env all of whose
+pages so far fell in full splits is dropped before its next round is rendered, not after it.
 """
 
 from __future__ import annotations
@@ -178,6 +179,13 @@ def build(name: str, folder: Path, report: Callable[[str], None] = print, worker
         split = splits.bucket(group)
         return len(tasks[split]) < need[split]
 
+    def played_out(env_id: str) -> bool:
+        """Whether every page ``env_id`` showed so far fell in a split now full: it is not played again (the rule
+        below, applied before its next round as well as after each; a source's env shows the same groups
+        from round to round, MiniWoB++'s one page group per env, so skipping it skips only pages of full splits)."""
+        shown = groups_of.get(env_id)
+        return bool(shown) and all(not wanted(group) for group in shown)
+
     report(f"grounding {name}: rendering pages of {len(active)} envs for {splits.total} tasks, {workers} at once")
     with written_aside(folder) as work:
         (work / "screens").mkdir()
@@ -185,7 +193,7 @@ def build(name: str, folder: Path, report: Callable[[str], None] = print, worker
             if all(len(tasks[split]) >= need[split] for split in SPLIT_NAMES) or not active:
                 break
             task_ids = range(round_number * BATCH, (round_number + 1) * BATCH)
-            for env_id, env_pages in source.rendered(list(active), task_ids, wanted, workers):
+            for env_id, env_pages in source.rendered(list(active), task_ids, wanted, workers, played_out):
                 for page in env_pages:
                     rendered += 1
                     captured += page.captured
