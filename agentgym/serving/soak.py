@@ -35,9 +35,6 @@ from typing import Any
 
 import httpx
 
-#: What one measurement of a process tree holds.
-TREE_FIELDS = ("rss_bytes", "tree_rss_bytes", "threads", "fds", "children")
-
 
 @dataclass
 class TreeStats:
