@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +141,9 @@ def main() -> None:
         healthy = server.process.poll() is None
     finally:
         server.stop()
+    raw = Path(tempfile.gettempdir()) / "agentgym-soak.json"
+    raw.write_text(json.dumps(report.as_json(), indent=1))  # kept whatever the summary does
+    print(f"the whole report: {raw}")
     failures = growth_failures(report, GrowthBounds())
     table = summary(report, failures, healthy)
     print(table)

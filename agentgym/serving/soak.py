@@ -127,7 +127,7 @@ class SoakReport:
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        return {key: dict(value) if isinstance(value, Counter) else value for key, value in asdict(self).items()}
+        return {key: dict(value) if isinstance(value, Counter) else value for key, value in vars(self).items()}
 
     def note_error(self, env_id: str, kind: str, message: str) -> None:
         key = f"{env_id}: {kind}"
@@ -297,7 +297,7 @@ async def soak(
     started = time.monotonic()
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits, trust_env=False) as client:
-        report.rests.append({"cycle": -1, "t": 0.0, **asdict(tree_stats(server_pid))})
+        report.rests.append({"cycle": -1, "t": 0.0, "sessions_left": 0, **asdict(tree_stats(server_pid))})
         for cycle in range(cycles):
             stop = asyncio.Event()
             workers = [
