@@ -316,11 +316,14 @@ class EnvServer:
                 ), 1000
             payload = await self.call(session_id, name, body)
         except ProtocolError as error:
-            self.errors[error.type] += 1
             gone = error.type == "UnknownSession" or error.details.get("session_closed", False)
-            reply = b'{"status":%d,%s' % (error.status, error.body()[1:])
-            return _channel_reply(request_id, reply), CHANNEL_SESSION_GONE if gone else None
+            return self.channel_error(error, request_id), CHANNEL_SESSION_GONE if gone else None
         return _channel_reply(request_id, b'{"status":200,"answer":%s}' % payload), None
+
+    def channel_error(self, error: ProtocolError, request_id: Any = None) -> str:
+        """A channel's error reply ``{"status", "error"}`` (counted like an HTTP error answer)."""
+        self.errors[error.type] += 1
+        return _channel_reply(request_id, b'{"status":%d,%s' % (error.status, error.body()[1:]))
 
     async def _discard(self, session: Session) -> None:
         """Close the env where it runs and release its thread; never raises."""
@@ -538,10 +541,10 @@ class SessionChannel:
         if (await receive())["type"] != "websocket.connect":
             return
         await send({"type": "websocket.accept"})
-        session = server.sessions.get(session_id)
-        if session is None:
-            reply, _ = await server.channel_message(session_id, b'{"call":"step"}', self.max_message_bytes)
-            await send({"type": "websocket.send", "text": reply})
+        try:
+            session = server.get(session_id)
+        except ProtocolError as error:
+            await send({"type": "websocket.send", "text": server.channel_error(error)})
             return await send({"type": "websocket.close", "code": CHANNEL_SESSION_GONE, "reason": "no such session"})
         busy = False
 
