@@ -62,6 +62,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(20)
             return
+        if self.path == "/sluggish":  # a page that takes longer than an action may, and less than a page
+            time.sleep(2.0)
         if self.path.startswith("/late.png"):  # an image that arrives after the page has loaded
             time.sleep(1.5)
             self.send_response(200)
@@ -158,6 +160,23 @@ def test_page_that_never_finishes_loading_is_reported(site: str) -> None:
     assert terminated and "did not answer" in info["browser_error"] and "browser failed" in observation["text"]
     observation, info = env.reset()  # the recycled tab works
     assert info["browser_error"] is None and "Greet" in observation["text"]
+    env.close()
+
+
+def test_a_goto_has_the_page_timeout_not_the_action_timeout(site: str) -> None:
+    """A page load slower than an action's actionability limit (a loaded machine) still opens: goto is a
+    page load. A page that does not load in time names Playwright's own limit, not the watchdog's."""
+    from agentgym.browser.env import LiveSiteEnv
+
+    env = LiveSiteEnv(site + "/", "Wait.", action_timeout_s=0.5, page_timeout_s=6.0)
+    env.reset()
+    observation, _, terminated, _, info = env.step(f'goto("{site}/sluggish")')
+    assert not terminated and info["browser_error"] is None and "The other page" in observation["text"]
+    env.close()
+    env = LiveSiteEnv(site + "/", "Wait.", action_timeout_s=0.5, page_timeout_s=1.0)
+    env.reset()
+    _, _, terminated, _, info = env.step(f'goto("{site}/sluggish")')
+    assert terminated and "did not answer in time (Page.goto: Timeout 1000ms exceeded" in info["browser_error"]
     env.close()
 
 

@@ -406,7 +406,7 @@ class LiveSiteEnv(BrowserEnv):
 
     def _generate(self, task_id: int) -> str:
         try:
-            self.tab.run(lambda page: page.goto(self.url, timeout=self.action_timeout_s * 1000))
+            self.tab.run(lambda page: page.goto(self.url))  # the tab's page timeout
         except BrowserError as error:
             self._fail(error)
         return self.task

@@ -597,10 +597,11 @@ class Tab:
         if self.crashed:
             return "the page crashed"
         name = type(error).__name__
-        if isinstance(error, TimeoutError) or "Timeout" in name:
+        if isinstance(error, TimeoutError):  # the watchdog's
             return f"the page did not answer within {limit:g} s"
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else name
-        return f"the browser failed ({name}: {first_line[:200]})"
+        if "Timeout" in name:  # Playwright's own, with the operation and its limit ("Timeout 5000ms exceeded")
+            return f"the page did not answer in time ({_first_line(error)})"
+        return f"the browser failed ({name}: {_first_line(error)})"
 
     def recycle(self) -> None:
         """Close this tab's context (if it still answers) and open a fresh one."""
@@ -629,6 +630,12 @@ class Tab:
     def close(self) -> None:
         """Close the context; the pool's browsers stay up for other tabs."""
         self._close_context()
+
+
+def _first_line(error: Exception) -> str:
+    """The first line of ``error``'s message (its type's name when it has none), at most 200 characters."""
+    text = str(error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:200]
 
 
 @dataclass(frozen=True)
@@ -750,7 +757,8 @@ async def perform(page: Any, command: Command, *, timeout_ms: float = 5000) -> s
     """Execute ``command`` on ``page`` and return a short feedback line.
 
     Raises :class:`ElementError` when the element is missing or refuses the action
-    (Playwright's actionability checks time out after ``timeout_ms``).
+    (Playwright's actionability checks time out after ``timeout_ms``; ``goto``, a page load, has the
+    tab's page timeout).
     """
     from playwright.async_api import Error as PlaywrightError
 
@@ -804,8 +812,8 @@ async def perform(page: Any, command: Command, *, timeout_ms: float = 5000) -> s
         return f"Clicked at ({x:g}, {y:g})."
     if name in COORDINATE_COMMANDS:
         return await _perform_at(page, command)
-    if name == "goto":
-        await page.goto(args[0], timeout=timeout_ms)
+    if name == "goto":  # a page load, not an actionability check: the tab's page timeout applies
+        await page.goto(args[0])
         return f"Opened {args[0]}."
     raise ElementError(f"unknown command {name!r}")
 
