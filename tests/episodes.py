@@ -14,7 +14,7 @@ import agentgym
 #: episodes of every registered id play every n-th id of these only.
 SAMPLED_FAMILIES: dict[str, int] = {"miniwob": 13}
 #: The contract and fingerprint check (tests/test_contract.py) covers every n-th id of these per run.
-CHECKED_FAMILIES: dict[str, int] = {"miniwob": 4}
+CHECKED_FAMILIES: dict[str, int] = {"miniwob": 6}
 
 
 def rotation() -> int:

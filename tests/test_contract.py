@@ -26,8 +26,8 @@ ENV_IDS = [info.id for info in agentgym.list_envs()]
 #: The ids whose episodes are played in full (every n-th MiniWoB++ id, see tests/episodes.py);
 #: the others get a short check_text_env (one determinism task, two oracle tasks, no random replies).
 EPISODE_IDS = set(sampled(ENV_IDS))
-#: The ids whose contract and fingerprint are checked this run: every id, but for MiniWoB++ every 4th id
-#: (rotating daily, tests/episodes.py) and the episode ids; all 130 are checked every 4 days, or in one run
+#: The ids whose contract and fingerprint are checked this run: every id, but for MiniWoB++ every 6th id
+#: (rotating daily, tests/episodes.py) and the episode ids; all 130 are checked every 6 days, or in one run
 #: with AGENTGYM_TEST_SAMPLE=all (docs/testing.md).
 CHECKED_IDS = [env_id for env_id in ENV_IDS if env_id in EPISODE_IDS | set(sampled(ENV_IDS, CHECKED_FAMILIES))]
 ORACLE_TASKS = 200
