@@ -30,6 +30,8 @@ from typing import Any
 import yaml
 from recording import RESULTS, record
 
+import agentgym
+from agentgym.registry import max_concurrency
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.soak import Churn, GrowthBounds, SoakReport, growth_failures, kill_children, soak
 
@@ -39,11 +41,24 @@ FAULTS = ("chrom", "java", "bwrap", "site")
 
 
 def scaled_mix(sessions: int, mix_file: Path = MIX) -> dict[str, int]:
-    """The mix of ``mix_file`` (sessions per env id) scaled to ``sessions`` in all (at least one session per id)."""
+    """The mix of ``mix_file`` (sessions per env id) scaled to ``sessions`` in all (at least one session per id).
+
+    A family with a ``max_concurrency`` (the web apps: a few tabs on one shared site) gets at most that many
+    sessions in all, shared among its ids; the sessions it cannot hold go to the largest unlimited id."""
     weights = yaml.safe_load(mix_file.read_text())
     total = sum(weights.values())
     mix = {env_id: max(1, round(weight * sessions / total)) for env_id, weight in weights.items()}
-    largest = max(mix, key=mix.__getitem__)
+    by_family: dict[str, list[str]] = {}
+    for env_id in mix:
+        by_family.setdefault(agentgym.env_info(env_id).family, []).append(env_id)
+    for family, env_ids in by_family.items():
+        limit = max_concurrency(env_ids[0])
+        if limit is not None and sum(mix[env_id] for env_id in env_ids) > limit:
+            for index, env_id in enumerate(env_ids):  # the limit, shared in turn (at least one each)
+                mix[env_id] = max(1, limit // len(env_ids) + (index < limit % len(env_ids)))
+            print(f"{family}: {sum(mix[e] for e in env_ids)} sessions in all (its max_concurrency is {limit})")
+    unlimited = [env_id for env_id in mix if max_concurrency(env_id) is None]
+    largest = max(unlimited, key=mix.__getitem__)
     mix[largest] += sessions - sum(mix.values())
     return mix
 
@@ -167,7 +182,7 @@ def summary(report: SoakReport, failures: list[str], healthy: bool) -> str:
     ]
     per_env = [
         f"| {env_id} | {count} | {report.sessions_opened[env_id]} | {report.sessions_abandoned[env_id]} | "
-        f"{report.episodes[env_id]} | {report.steps[env_id]} | "
+        f"{report.sessions_refused[env_id]} | {report.episodes[env_id]} | {report.steps[env_id]} | "
         f"{sum(n for key, n in report.errors.items() if key.startswith(env_id + ':'))} |"
         for env_id, count in report.mix.items()
     ]
@@ -184,8 +199,8 @@ def summary(report: SoakReport, failures: list[str], healthy: bool) -> str:
             "",
             f"Leak check ({GrowthBounds()}): {verdict}. Server still serving at the end: {healthy}.",
             "",
-            "| env id | sessions at once | opened | abandoned | episodes | steps | errors |",
-            "|---|---|---|---|---|---|---|",
+            "| env id | sessions at once | opened | abandoned | refused (family full) | episodes | steps | errors |",
+            "|---|---|---|---|---|---|---|---|",
             *per_env,
             "",
             "Errors:" if errors else "Errors: none.",

@@ -1,4 +1,4 @@
-"""A short soak of ``agentgym serve`` (families with native or external parts, churned for three 12-second cycles)
+"""A short soak of ``agentgym serve`` (families with native or external parts, churned for a minute)
 that fails when the server's process tree grows from rest to rest; and faults that must leave it serving."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def server() -> Iterator[ServerProcess]:
 
 def test_a_short_soak_leaves_nothing_behind(server: ServerProcess) -> None:
     churn = Churn(max_episodes=2, max_steps=6)
-    report = asyncio.run(soak(server.url, server.pid, MIX, cycles=3, cycle_s=12.0, rest_timeout_s=120, churn=churn))
+    report = asyncio.run(soak(server.url, server.pid, MIX, cycles=3, cycle_s=20.0, rest_timeout_s=120, churn=churn))
     assert not report.errors, report.error_examples
     for env_id in MIX:
         assert report.steps[env_id] > 0 and report.sessions_opened[env_id] >= MIX[env_id], env_id

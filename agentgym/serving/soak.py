@@ -122,6 +122,9 @@ class SoakReport:
     steps: Counter[str] = field(default_factory=Counter)
     sessions_opened: Counter[str] = field(default_factory=Counter)
     sessions_abandoned: Counter[str] = field(default_factory=Counter)
+    #: Opens the server refused because the env's family held its most sessions (its max_concurrency: an
+    #: abandoned session holds its place until the TTL reaps it); the worker waits and opens again.
+    sessions_refused: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     error_examples: dict[str, str] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -133,6 +136,10 @@ class SoakReport:
         key = f"{env_id}: {kind}"
         self.errors[key] += 1
         self.error_examples.setdefault(key, message[:300])
+
+
+#: The error type of an open refused because the env's family holds its most sessions (not a failure).
+REFUSED = "TooManySessions"
 
 
 class SessionFailed(Exception):
@@ -221,9 +228,14 @@ async def _worker(
                 if stop.is_set() or rng.random() < churn.close_probability + churn.abandon_probability:
                     break
             abandon = not stop.is_set() and rng.random() < churn.abandon_probability
-        except Exception as error:  # an error answer, or a connection or channel that broke
-            kind = error.kind if isinstance(error, SessionFailed) else type(error).__name__
-            report.note_error(env_id, kind, str(error))
+        except SessionFailed as error:
+            if error.kind == REFUSED and session.id is None:  # back-pressure, as a trainer's client meets it
+                report.sessions_refused[env_id] += 1
+            else:
+                report.note_error(env_id, error.kind, str(error))
+            await asyncio.sleep(1.0)
+        except Exception as error:  # a connection or channel that broke
+            report.note_error(env_id, type(error).__name__, str(error))
             await asyncio.sleep(1.0)
         finally:
             with contextlib.suppress(Exception):  # the session or the server is gone already: nothing to close
