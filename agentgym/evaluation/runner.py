@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+from gymnasium import spaces
 
 import agentgym
 from agentgym.computer_use import FORMATS as COMPUTER_USE_FORMATS
@@ -66,6 +67,8 @@ from agentgym.wrappers.vision import ImageOptions, replace_images, screenshot_kw
 
 #: ``info`` keys a turn record leaves out: the episode record holds them once.
 REDUNDANT_INFO = ("task_id", "split", "instruction", "steps")
+#: ``info`` keys not in a turn's ``info``: the redundant ones, and those the turn holds as fields.
+TURN_LEAVES_OUT = frozenset({*REDUNDANT_INFO, "action", "invalid_action"})
 #: Env kwargs that say where an env runs, not what it plays: left out of episode labels.
 BACKEND_KWARGS = ("backend", "ray_", "docker_")
 
@@ -221,9 +224,9 @@ class EnvHost:
             if self.action_format in COMPUTER_USE_FORMATS:  # a browser env gets its coordinate actions
                 screen |= pixel_action_kwargs(self.item.env)
             env = gym.make(self.item.env, **limit, **{**screen, **self.kwargs})
-            return ChatWrapper(
-                ScreenshotRecorder(env), self._system_prompt, self._history_window, self.action_format, self.images
-            )
+            if not isinstance(env.observation_space, spaces.Text):  # a text observation has no screenshot to save
+                env = ScreenshotRecorder(env)
+            return ChatWrapper(env, self._system_prompt, self._history_window, self.action_format, self.images)
 
         self.chat = await self.call(make)
 
@@ -241,7 +244,16 @@ class EnvHost:
         except asyncio.TimeoutError:
             raise EnvFailure(f"env call exceeded its {self.timeout_s:g} s timeout") from None
         except Exception as error:
-            raise EnvFailure(f"env raised {type(error).__name__}: {error}") from error
+            raise env_failure(error) from error
+
+    def step_now(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """The chat env's ``step(action)`` called here (an inline env: no thread, no coroutine);
+        :class:`EnvFailure` if it raises."""
+        assert self.chat is not None and self.inline
+        try:
+            return self.chat.step(action)
+        except Exception as error:
+            raise env_failure(error) from error
 
     def close(self) -> None:
         """Close the env where it runs, without waiting (a hung env is left to its thread)."""
@@ -253,6 +265,11 @@ class EnvHost:
         if chat is not None:
             self._thread.submit(lambda: _close_quietly(chat))
         self._thread.stop()
+
+
+def env_failure(error: Exception) -> EnvFailure:
+    """The :class:`EnvFailure` of an env call that raised ``error``."""
+    return EnvFailure(f"env raised {type(error).__name__}: {error}")
 
 
 def _close_quietly(env: gym.Env) -> None:
@@ -294,7 +311,8 @@ class Runner:
         self.retry_delay_s = retry_delay_s
         #: The user's per-family (or per-id) concurrency limits, over the families' own.
         self.family_concurrency = dict(family_concurrency or {})
-        self._slots: dict[str, asyncio.Semaphore] = {}
+        #: Per limit key: the semaphore of a limited family, None for an unlimited one.
+        self._slots: dict[str, asyncio.Semaphore | None] = {}
         self.images = images
         self.action_format = action_format
         self.folder = folder
@@ -323,7 +341,7 @@ class Runner:
         async with self._slot(planned.item):  # waiting for the family's slot is not the episode's time
             started, clock = _now(), time.perf_counter()
             for attempt in range(self.infra_retries + 1):
-                record, failure = await self._attempt(planned)
+                record, failure = await self._attempt(planned, started)
                 if failure is None or attempt == self.infra_retries:
                     break
                 retries.append(failure)
@@ -343,14 +361,13 @@ class Runner:
         key = limit_key(item.env, self.family_concurrency)
         if key not in self._slots:
             limit = family_limits([item.env], self.family_concurrency).get(key)
-            if limit is None:
-                return contextlib.nullcontext()
-            self._slots[key] = asyncio.Semaphore(limit)
-        return self._slots[key]
+            self._slots[key] = None if limit is None else asyncio.Semaphore(limit)
+        return self._slots[key] or contextlib.nullcontext()
 
-    async def _attempt(self, planned: PlannedEpisode) -> tuple[EpisodeRecord, str | None]:
-        """One attempt at an episode: its record, and why the env's infrastructure failed (None if it did not)."""
-        started, clock = _now(), time.perf_counter()
+    async def _attempt(self, planned: PlannedEpisode, started: str) -> tuple[EpisodeRecord, str | None]:
+        """One attempt at an episode (``started``: the episode's start): its record, and why the env's
+        infrastructure failed (None if it did not)."""
+        clock = time.perf_counter()
         failed: str | None = None
         record = EpisodeRecord(
             key=planned.key,
@@ -378,8 +395,11 @@ class Runner:
             if host is not None:
                 await self._release(host, broken)
         # Images are kept in the record as their screenshot files (OUT/screenshots/...), not as data URLs.
-        saved = [path for path in record.screenshots or () if path]
-        record.messages = replace_images(list(record.messages), itertools.chain(saved, itertools.repeat(None)))
+        if any(isinstance(message.get("content"), list) for message in record.messages):
+            saved = [path for path in record.screenshots or () if path]
+            record.messages = replace_images(list(record.messages), itertools.chain(saved, itertools.repeat(None)))
+        else:  # no message has content parts: no image to replace
+            record.messages = list(record.messages)
         if record.status == "error":
             record.success, record.score = False, 0.0
         record.wall_s = time.perf_counter() - clock
@@ -466,16 +486,18 @@ class Runner:
         turns = record.turns
         tokens = record.tokens = Tokens()
         act, call, clock = self.policy.act, host.call, time.perf_counter
+        step_now = host.step_now if host.inline else None  # an inline env is stepped without a coroutine
         while True:
             started = clock()
             reply = await act(messages, episode)
             replied = clock()
-            messages, reward, terminated, truncated, info = await call(partial(chat.step, reply.action))
-            turn_info = dict(info)
-            action = turn_info.pop("action", reply.text)
-            invalid = bool(turn_info.pop("invalid_action", False))
-            for key in REDUNDANT_INFO:
-                turn_info.pop(key, None)
+            if step_now is not None:
+                messages, reward, terminated, truncated, info = step_now(reply.action)
+            else:
+                messages, reward, terminated, truncated, info = await call(partial(chat.step, reply.action))
+            turn_info = {key: value for key, value in info.items() if key not in TURN_LEAVES_OUT}
+            action = info.get("action", reply.text)
+            invalid = bool(info.get("invalid_action", False))
             turns.append(
                 Turn(
                     action=action,
@@ -512,7 +534,8 @@ def _file_name(key: str) -> str:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """The UTC time as ``2026-01-02T03:04:05.678901Z``."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def run_description(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import abc
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, TypeVar
 
 import gymnasium as gym
@@ -34,10 +35,11 @@ class Episode:
     env: gym.Env
     run_in_env: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None
     tools: list[dict[str, Any]] | None = None
-    rng: random.Random = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.rng = random.Random(self.seed)
+    @cached_property
+    def rng(self) -> random.Random:
+        """A generator seeded from ``seed``, made on first use (most policies draw nothing)."""
+        return random.Random(self.seed)
 
     async def in_env(self, function: Callable[[gym.Env], T]) -> T:
         """``function(env)``, run where the env's calls run."""

@@ -29,8 +29,10 @@ def _baseline(env: gym.Env, method: str) -> Callable[..., Any]:
 
 def _as_tool_call(env: gym.Env, command: str, episode: Episode) -> Reply:
     """``command`` as a reply: a tool call in tools mode where the env's tools yield it, else text."""
+    if not episode.tools:
+        return Reply(command)
     specs = getattr(env, "tool_specs", None)
-    if not episode.tools or not callable(specs):
+    if not callable(specs):
         return Reply(command)
     call = command_to_tool_call(specs(), command)
     if call is None:
