@@ -188,28 +188,34 @@ class ChatWrapper(gym.Wrapper[list[Message], Any, str, Any]):
 
     def step(self, action: str | Mapping[str, Any]) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
         """Play a reply: text, or (in tools mode) an assistant message with ``tool_calls``."""
-        reply = self._assistant(action)
-        calls = reply.get("tool_calls")
-        played = reply if calls else (action if isinstance(action, Mapping) else reply["content"])
+        if type(action) is str:  # the common case, a text reply: played as it is
+            reply, calls, played = _message("assistant", action), None, action
+        else:
+            reply = self._assistant(action)
+            calls = reply.get("tool_calls")
+            played = reply if calls else (action if isinstance(action, Mapping) else reply["content"])
         observation, reward, terminated, truncated, info = self.env.step(played)
-        self._turn_starts.append(len(self.transcript))
-        self.transcript.append(reply)
+        transcript = self.transcript
+        self._turn_starts.append(len(transcript))
+        transcript.append(reply)
         content = self._content(observation)
         if not calls:
-            self.transcript.append({"role": "user", "content": content})
+            transcript.append({"role": "user", "content": content})
+            return self.messages(), reward, terminated, truncated, info
         text = content if isinstance(content, str) else "\n".join(p["text"] for p in content if p["type"] == "text")
-        for index, call in enumerate(calls or ()):
+        for index, call in enumerate(calls):
             result = text if index == 0 else NOT_EXECUTED
             name = call["function"]["name"]
-            self.transcript.append({"role": "tool", "tool_call_id": call["id"], "name": name, "content": result})
-        if calls and not isinstance(content, str):
-            self.transcript.append({"role": "user", "content": [part for part in content if is_image_part(part)]})
+            transcript.append({"role": "tool", "tool_call_id": call["id"], "name": name, "content": result})
+        if not isinstance(content, str):
+            transcript.append({"role": "user", "content": [part for part in content if is_image_part(part)]})
         return self.messages(), reward, terminated, truncated, info
 
     def messages(self) -> list[Message]:
         """The prompt for the next reply: the transcript cut to the history window."""
         if self.history_window is None:
-            return elide_images(list(self.transcript), self.images.keep_images)
+            keep = self.images.keep_images
+            return list(self.transcript) if keep is None else elide_images(list(self.transcript), keep)
         head = 2 if self.system_prompt is not None else 1
         kept = self._turn_starts[len(self._turn_starts) - self.history_window :] if self.history_window else []
         start = kept[0] if kept else len(self.transcript)
