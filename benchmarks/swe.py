@@ -11,10 +11,13 @@ For every repository of ``repositories.yaml`` that has tasks:
   after the first);
 * ``judge_s``: a ``submit`` (the task's test files run), with the unpatched verdict (must be 0) and the
   oracle's (must be 1): every repository's tasks are replayed here, not only the test file's;
-* ``tasks``: validated tasks (all variants), and the process's peak RSS at the end.
+* ``tasks``: validated tasks (all variants), and the process's peak RSS at the end;
+* ``build_s_per_task``: from the synthesis rounds' logs (``--synthesis-logs``): the seconds of mutant
+  runs per kept task, and ``mutants`` / ``kept`` (how many candidates ran, how many the tests caught).
 
 Timings are taken on a loaded shared 2-core machine: compare them with each other, not with other
-machines. ``python benchmarks/swe.py [--repositories N ...]`` writes benchmarks/results/swe.{json,md}.
+machines. ``python benchmarks/swe.py [--repositories N ...] [--synthesis-logs LOG ...]`` writes
+benchmarks/results/swe.{json,md}.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import time
 from collections import Counter
@@ -77,10 +81,34 @@ def measure(name: str, environment: SWEEnv) -> dict:
     }
 
 
+#: The line a synthesis round prints per repository (environments/swe/synthesis.py).
+ROUND_LINE = re.compile(
+    r"^(?P<name>[\w.-]+): (?P<kept>\d+) tasks kept of (?P<mutants>\d+) mutants run in (?P<seconds>\d+) s"
+)
+
+
+def build_costs(logs: list[Path]) -> dict[str, dict]:
+    """Per repository, over the synthesis rounds' logs: mutants run, tasks kept, seconds of mutant runs."""
+    totals: dict[str, dict] = {}
+    for log in logs:
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            match = ROUND_LINE.match(line)
+            if match:
+                row = totals.setdefault(match["name"], {"mutants": 0, "kept": 0, "build_s": 0})
+                row["mutants"] += int(match["mutants"])
+                row["kept"] += int(match["kept"])
+                row["build_s"] += int(match["seconds"])
+    for row in totals.values():
+        row["build_s_per_task"] = round(row["build_s"] / row["kept"], 1) if row["kept"] else None
+    return totals
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repositories", nargs="*", help="default: every repository with tasks")
+    parser.add_argument("--synthesis-logs", nargs="*", type=Path, default=[], help="logs of synthesis rounds")
     arguments = parser.parse_args()
+    costs = build_costs(arguments.synthesis_logs)
     per_repository = Counter(task.repository for task in all_tasks())
     names = arguments.repositories or [name for name in repositories() if per_repository[name]]
     environment = SWEEnv(variant="edit")
@@ -91,6 +119,7 @@ def main() -> None:
                 continue
             row = measure(name, environment)
             row["tasks"] = per_repository[name]
+            row.update({key: costs.get(name, {}).get(key) for key in ("mutants", "kept", "build_s_per_task")})
             rows.append(row)
             print(json.dumps(row), flush=True)
     finally:
@@ -101,23 +130,36 @@ def main() -> None:
         "repositories_with_tasks": len(per_repository),
         "tasks_per_kind": dict(sorted(kinds.items())),
         "splits": {"SWE-v0": counts("edit"), "SWE-Rewrite-v0": counts("rewrite")},
+        "tasks_per_repository": dict(sorted(per_repository.items())),
+        "build": {
+            "mutants": sum(row["mutants"] for row in costs.values()),
+            "kept": sum(row["kept"] for row in costs.values()),
+            "build_s": sum(row["build_s"] for row in costs.values()),
+        },
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "machine": f"shared 2-core machine, load average {os.getloadavg()[0]:.1f} at the end; one process",
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "swe.json").write_text(json.dumps({"summary": summary, "repositories": rows}, indent=1) + "\n")
-    columns = (
-        "repository tasks stable_tests suite_s validate_s prepare_s reset_first_s reset_s judge_s unpatched oracle"
-    )
-    header = "| " + " | ".join(columns.split()) + " |"
-    table = [header, "|" + "---|" * 11]
+    columns = [
+        "repository",
+        "tasks",
+        "stable_tests",
+        "suite_s",
+        "validate_s",
+        "mutants",
+        "kept",
+        "build_s_per_task",
+        "prepare_s",
+        "reset_first_s",
+        "reset_s",
+        "judge_s",
+        "unpatched_reward",
+        "oracle_reward",
+    ]
+    table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
-        table.append(
-            f"| {row['repository']} | {row['tasks']} | {row['stable_tests']} | {row['suite_s']} | "
-            f"{row['validate_s']} | "
-            f"{row['prepare_s']} | {row['reset_first_s']} | {row['reset_s']} | {row['judge_s']} | "
-            f"{row['unpatched_reward']} | {row['oracle_reward']} |"
-        )
+        table.append("| " + " | ".join(str(row[column]) for column in columns) + " |")
     text = f"# SWE benchmark\n\n{json.dumps(summary)}\n\n" + "\n".join(table) + "\n"
     (RESULTS / "swe.md").write_text(text)
     print(text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ import pytest
 import agentgym
 from agentgym.environments import swe
 from agentgym.environments.swe.bench import SWEBenchDataMissing, SWEBenchEnv
+from agentgym.environments.swe.checkout import Checkout
 from agentgym.environments.swe.env import SWEEnv
 from agentgym.environments.swe.mutations import KINDS, candidates
 from agentgym.environments.swe.repositories import prepare_repository, repositories
@@ -64,6 +66,24 @@ def test_repository_list_is_data_and_big_enough() -> None:
     assert all(repository.license and repository.version and repository.tests for repository in listed.values())
     assert {repository.split for repository in listed.values()} == {"train", "test"}
     assert {task.repository for task in all_tasks()} <= set(listed)
+
+
+def test_tasks_are_unique_and_spread_over_the_repositories() -> None:
+    tasks = all_tasks()
+    assert len({task.key for task in tasks}) == len(tasks)
+    per_repository = Counter(task.repository for task in tasks)
+    assert max(per_repository.values()) <= 0.16 * len(tasks), per_repository.most_common(3)
+
+
+def test_repository_variables_reach_the_tests(covered: dict[str, object]) -> None:
+    assert dict(repositories()["wcwidth"].env) == {"WCWIDTH_PYTHON": "1"}  # its suite checks the mode it runs in
+    with Checkout(
+        {"probe.py": b"import os\nprint(os.environ.get('WCWIDTH_PYTHON'))\n"},
+        covered["iniconfig"].venv,
+        "/work",
+        env={"WCWIDTH_PYTHON": "1"},
+    ) as checkout:
+        assert checkout.run("python probe.py").stdout.strip() == "1"
 
 
 def test_registered_splits_match_the_task_files() -> None:

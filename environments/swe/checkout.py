@@ -58,7 +58,8 @@ class TestRun:
 class Checkout:
     """A repository's files in a sandbox work dir, with a venv at ``/opt/venv``; see the module docstring.
 
-    ``pythonpath`` is where the repository's source is imported from inside (e.g. ``/work/src``).
+    ``pythonpath`` is where the repository's source is imported from inside (e.g. ``/work/src``);
+    ``env`` adds variables the repository's tests need.
     """
 
     def __init__(
@@ -70,8 +71,10 @@ class Checkout:
         limits: Limits | None = None,
         backend: str = "bwrap",
         image: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.pythonpath = pythonpath
+        self.extra_env = dict(env or {})
         self.limits = limits or TEST_LIMITS
         options = {"image": image} if image else {}
         self.sandbox = Sandbox(limits=self.limits, backend=backend, ro_binds={VENV: venv}, **options)
@@ -83,13 +86,18 @@ class Checkout:
     def of(cls, prepared: Prepared, files: dict[str, bytes] | None = None, **options) -> Checkout:  # noqa: ANN003
         """A checkout of a prepared repository (its files, or the ``files`` given), with its venv."""
         return cls(
-            prepared.files() if files is None else files, prepared.venv, prepared.repository.pythonpath(), **options
+            prepared.files() if files is None else files,
+            prepared.venv,
+            prepared.repository.pythonpath(),
+            env=dict(prepared.repository.env),
+            **options,
         )
 
     @property
     def environment(self) -> dict[str, str]:
         """Variables every command in the checkout runs with: the venv first on ``PATH``, the source importable."""
         return {
+            **self.extra_env,
             "PATH": f"{VENV}/bin:/usr/bin:/bin",
             "VIRTUAL_ENV": VENV,
             "PYTHONPATH": self.pythonpath,

@@ -48,6 +48,9 @@ class Repository:
     tests: tuple[str, ...]
     split: str
     requires: tuple[str, ...] = field(default=())
+    #: Variables the tests run with (e.g. wcwidth's suite asserts its C extension is loaded unless
+    #: ``WCWIDTH_PYTHON`` is set; the sdist's pure-Python code is what the tasks edit).
+    env: tuple[tuple[str, str], ...] = field(default=())
 
     @property
     def key(self) -> str:
@@ -73,6 +76,7 @@ def repositories() -> dict[str, Repository]:
         row = {**row, "version": str(row["version"])}
         row["tests"] = tuple(row["tests"])
         row["requires"] = tuple(row.get("requires", ()))
+        row["env"] = tuple((str(key), str(value)) for key, value in (row.get("env") or {}).items())
         found[row["name"]] = Repository(**row)
     return found
 
@@ -123,7 +127,31 @@ def prepare_repository(repository: Repository, report: Callable[[str], None] = l
         lambda folder: _load_marked(folder, _venv_marker(repository)),
         lambda folder: _build_venv(repository, folder, report),
     )
+    _compile_once(venv)
     return Prepared(repository, source, venv, time.perf_counter() - started)
+
+
+def _compile_once(venv: Path) -> None:
+    """Byte-compile the venv's packages once (the sandbox mounts it read-only, so a venv without ``.pyc``
+    files compiled pytest from source in every test run: 1.8 s of each run's 2.8 s on a loaded machine)."""
+    stamp = venv / ".agentgym-compiled"
+    if stamp.exists():
+        return
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    subprocess.run([str(python), "-m", "compileall", "-q", "-j", "1", purelib], capture_output=True, check=False)
+    for directory, _, files in os.walk(purelib):  # readable by the sandbox's user
+        os.chmod(directory, 0o755)
+        for name in files:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode | 0o444)
+    stamp.write_text("compiled\n")
 
 
 def _venv_marker(repository: Repository) -> str:
