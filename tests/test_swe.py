@@ -98,7 +98,8 @@ def test_registered_splits_match_the_task_files() -> None:
 def test_mutations_revert_exactly_and_cover_every_kind() -> None:
     source = Path(swe.__file__).with_name("mutations.py").read_text()  # any real module will do
     found = list(candidates("mutations.py", source))
-    assert {mutation.kind for mutation in found} >= set(KINDS) - {"swap_arguments", "arithmetic"}
+    assert {mutation.kind for mutation in found} >= set(KINDS) - {"arithmetic"}
+    assert sum(mutation.kind == "swap_arguments" for mutation in found) > 10  # any call, not only range()
     for mutation in random.Random(1).sample(found, 40):
         mutated = mutation.apply(source)
         assert mutated != source and mutation.revert(mutated) == source

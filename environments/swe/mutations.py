@@ -220,9 +220,10 @@ def _in_function(path: str, lines: list[str], function: ast.FunctionDef | ast.As
                 index = before.rfind(segment)
                 after = before[:index] + f"not ({segment})" + before[index + len(segment) :]
                 yield Mutation("condition", path, node.lineno, test.end_lineno, before, after, name)
-        if isinstance(node, (ast.Subscript, ast.Slice, ast.Call, ast.Compare)):
-            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id == "range"):
-                continue
+        is_range = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+        # (a `continue` here for calls other than range() skipped the swap_arguments check below for them:
+        # only range() calls were ever swapped, 3 tasks of 520)
+        if isinstance(node, (ast.Subscript, ast.Slice, ast.Compare)) or is_range:
             for constant in ast.walk(node):
                 if (
                     isinstance(constant, ast.Constant)
