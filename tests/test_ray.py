@@ -142,6 +142,35 @@ def test_the_actor_pool_hands_out_envs_and_replaces_dead_ones(cluster: Any) -> N
         pool.close()
 
 
+def test_a_ray_env_batch_plays_each_env_as_a_local_one_in_one_call_per_step(cluster: Any) -> None:
+    from agentgym.serving.backends.local import make_local
+    from agentgym.serving.backends.ray import EnvActorDiedError, RayEnvBatch
+
+    batch = RayEnvBatch("Sokoban-v0", 3)
+    local = [make_local("Sokoban-v0", {}) for _ in range(3)]
+    try:
+        assert batch.options["num_cpus"] == 0.75 and batch.node_id in alive_node_ids()  # the family's quarter CPU each
+        tasks = [{"task_id": task} for task in (0, 1, 2)]
+        observations, infos = batch.reset(seeds=[5, 6, 7], options=tasks)
+        assert observations == [
+            env.reset(seed=seed, options=task)[0] for env, seed, task in zip(local, (5, 6, 7), tasks)
+        ]
+        assert [info["task_id"] for info in infos] == [0, 1, 2]
+        for _ in range(3):
+            actions = batch.oracle_actions()
+            assert actions == [env.unwrapped.oracle_action() for env in local]
+            assert batch.step(actions) == [env.step(action) for env, action in zip(local, actions)]
+        left_out = batch.step(["Action: up", None, "Action: up"])
+        assert left_out[1] is None and left_out[0] == local[0].step("Action: up")
+        assert batch.reset(options=[None, {"task_id": 4}, None], which=[False, True, False])[0][::2] == [None, None]
+        with pytest.raises(ValueError, match="2 entries for a batch of 3"):
+            batch.step(["Action: up", "Action: up"])
+    finally:
+        batch.close()
+    with pytest.raises(EnvActorDiedError, match="closed"):
+        batch.step([None] * 3)
+
+
 # ---- distributed evaluation ----------------------------------------------------------
 
 

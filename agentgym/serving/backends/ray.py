@@ -40,6 +40,13 @@ env's constructor):
 :class:`EnvActorPool` keeps ``size`` ray envs of one id for a caller that plays many
 episodes (a trainer's rollout workers): ``acquire()`` hands out a gymnasium env,
 ``release(env)`` takes it back, and a broken env is replaced by a fresh actor.
+
+**Per-step cost.** One call to an actor is one Ray round trip, whatever the env does: about
+1 ms on this project's loaded 2-core machine for an empty actor method, and a ray env's step
+costs that plus the env (``benchmarks/ray_scaleout.py`` measures both). Where that is too
+much, :class:`RayEnvBatch` holds ``size`` envs of one id in one actor and plays a call of every
+env in one round trip (``step(actions)``: one action per env), so a step costs the round trip
+divided by ``size``, plus the env.
 """
 
 from __future__ import annotations
@@ -264,6 +271,156 @@ def _actor_class() -> Any:
     if _ACTOR_CLASS is None:
         _ACTOR_CLASS = ray.remote(max_restarts=0, max_task_retries=0)(EnvActor)
     return _ACTOR_CLASS
+
+
+class EnvBatchActor:
+    """Holds ``size`` envs of one id in one Ray actor and runs a session call on several of them
+    in one actor call (made a Ray actor class by :func:`_batch_actor_class`)."""
+
+    def __init__(self, env_id: str, kwargs: dict[str, Any], size: int) -> None:
+        self.envs = [make_local(env_id, kwargs) for _ in range(size)]
+
+    def describe(self) -> dict[str, Any]:
+        """Where the actor runs."""
+        context = ray.get_runtime_context()
+        return {"node_id": context.get_node_id(), "actor_id": context.get_actor_id(), "pid": os.getpid()}
+
+    def call_each(self, name: str, bodies: list[dict[str, Any] | None]) -> list[dict[str, Any] | None]:
+        """The session call ``name`` on env ``i`` with ``bodies[i]``, for each env whose body is not None."""
+        call = CALLS[name]
+        return [None if body is None else call(env, body)() for env, body in zip(self.envs, bodies)]
+
+    def close(self) -> None:
+        for env in self.envs:
+            with suppress(Exception):
+                env.close()
+
+
+_BATCH_ACTOR_CLASS = None
+
+
+def _batch_actor_class() -> Any:
+    global _BATCH_ACTOR_CLASS
+    if _BATCH_ACTOR_CLASS is None:
+        _BATCH_ACTOR_CLASS = ray.remote(max_restarts=0, max_task_retries=0)(EnvBatchActor)
+    return _BATCH_ACTOR_CLASS
+
+
+class RayEnvBatch:
+    """``size`` envs of one id in one Ray actor, each call played on all of them in one round trip.
+
+    The envs are the local backend's (``kwargs`` go to their constructor; no ``TimeLimit``: the
+    caller counts turns); the actor asks for the family's options (:func:`actor_options`) times
+    ``size`` CPUs and memory, less ``options`` overrides. ``None`` in a list of seeds, options
+    or actions leaves that env out of the call (its answer is None), so envs whose episodes
+    ended wait for the rest::
+
+        batch = RayEnvBatch("Sokoban-v0", size=16)
+        observations, infos = batch.reset(options=[{"task_id": i} for i in range(16)])
+        results = batch.step(batch.oracle_actions())   # [(observation, reward, terminated, truncated, info), ...]
+        batch.close()
+
+    A dead or hung actor raises :class:`EnvActorDiedError` (the batch is then closed).
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        size: int,
+        *,
+        options: dict[str, Any] | None = None,
+        timeout_s: float | None = CALL_TIMEOUT_S,
+        startup_timeout_s: float = STARTUP_TIMEOUT_S,
+        **kwargs: Any,
+    ) -> None:
+        if size < 1:
+            raise ValueError(f"a batch holds at least one env, got size={size}")
+        connect(kwargs.pop("ray_address", None))
+        self.env_id, self.size, self.timeout_s = env_id, size, timeout_s
+        own = actor_options(env_id)
+        scaled = {"num_cpus": (own.get("num_cpus") or 0) * size, "memory": (own.get("memory") or 0) * size}
+        resources = {name: amount * size for name, amount in own.get("resources", {}).items()}
+        self.options = {**own, **scaled, **({"resources": resources} if resources else {}), **(options or {})}
+        check_feasible(env_id, self.options)
+        self._actor: Any = _batch_actor_class().options(**self.options).remote(env_id, kwargs, size)
+        try:
+            where = ray.get(self._actor.describe.remote(), timeout=startup_timeout_s)
+        except GetTimeoutError:
+            self.close()
+            raise TimeoutError(
+                f"the Ray actor of {size} {env_id} envs did not start within {startup_timeout_s:g} s"
+            ) from None
+        except RayActorError as error:
+            self._actor = None
+            raise EnvActorDiedError(f"the Ray actor of {size} {env_id} envs died while starting: {error}") from error
+        self.node_id: str = where["node_id"]
+        self.pid: int = where["pid"]
+
+    def reset(
+        self,
+        seeds: list[int | None] | None = None,
+        options: list[dict[str, Any] | None] | None = None,
+        which: list[bool] | None = None,
+    ) -> tuple[list[Any], list[dict[str, Any] | None]]:
+        """Start an episode in every env (only where ``which[i]``, when given) with ``seeds[i]`` and
+        ``options[i]``; the observations and infos (None for the envs left be)."""
+        seeds = seeds or [None] * self.size
+        options = options or [None] * self.size
+        bodies = [
+            {"seed": seed, "options": option} if which is None or which[index] else None
+            for index, (seed, option) in enumerate(zip(seeds, options))
+        ]
+        answers = self._call_each("reset", bodies)
+        return (
+            [None if answer is None else answer["observation"] for answer in answers],
+            [None if answer is None else answer["info"] for answer in answers],
+        )
+
+    def step(
+        self, actions: list[str | dict[str, Any] | None]
+    ) -> list[tuple[Any, float, bool, bool, dict[str, Any]] | None]:
+        """Play ``actions[i]`` in env ``i`` (None: leave it be); each played env's step result."""
+        bodies = [None if action is None else {"action": action} for action in actions]
+        return [
+            None
+            if answer is None
+            else (answer["observation"], answer["reward"], answer["terminated"], answer["truncated"], answer["info"])
+            for answer in self._call_each("step", bodies)
+        ]
+
+    def oracle_actions(self, which: list[bool] | None = None) -> list[str | None]:
+        """Each env's oracle action (only where ``which[i]``, when given)."""
+        bodies = [{} if which is None or which[index] else None for index in range(self.size)]
+        return [None if answer is None else answer["action"] for answer in self._call_each("oracle_action", bodies)]
+
+    def close(self) -> None:
+        """Close the envs and end the actor; safe to call twice."""
+        actor, self._actor = self._actor, None
+        if actor is None:
+            return
+        with suppress(Exception):
+            ray.get(actor.close.remote(), timeout=CLOSE_TIMEOUT_S)
+        with suppress(Exception):
+            ray.kill(actor, no_restart=True)
+
+    def _call_each(self, name: str, bodies: list[dict[str, Any] | None]) -> list[dict[str, Any] | None]:
+        if self._actor is None:
+            raise EnvActorDiedError(f"the Ray actor of {self.size} {self.env_id} envs is closed")
+        if len(bodies) != self.size:
+            raise ValueError(f"{name}: {len(bodies)} entries for a batch of {self.size} envs")
+        try:
+            return ray.get(self._actor.call_each.remote(name, bodies), timeout=self.timeout_s)
+        except RayActorError as error:
+            self.close()
+            raise EnvActorDiedError(
+                f"the Ray actor of {self.size} {self.env_id} envs died: {_first_line(error)}"
+            ) from error
+        except GetTimeoutError:
+            self.close()
+            raise EnvActorDiedError(
+                f"the Ray actor of {self.size} {self.env_id} envs did not answer {name} "
+                f"within {self.timeout_s:g} s; killed"
+            ) from None
 
 
 class RayEnv(ProxyEnv):
