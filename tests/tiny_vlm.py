@@ -14,6 +14,7 @@ be here, so the models are random, and tests check plumbing, not answers.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 from tiny_model import _train_tokenizer
@@ -121,21 +122,35 @@ def build_tiny_qwen2_vl(
     return folder
 
 
-def build_tiny_llava(folder: Path, context_length: int = 8192) -> Path:
-    """Save the tiny LLaVA and its processor in ``folder``; return ``folder``."""
+def build_tiny_llava(folder: Path, context_length: int = 8192, qwen_chat_template: str | None = None) -> Path:
+    """Save the tiny LLaVA and its processor in ``folder``; return ``folder``.
+
+    ``qwen_chat_template`` (a Qwen-VL chat template, e.g. TRL's ``qwen3_vl.jinja``, whose tool calls
+    TRL parses) gives it Qwen's chat format instead: ``<|im_start|>``/``<|im_end|>`` turns,
+    ``<tool_call>`` blocks, and ``<|image_pad|>`` as the image token.
+    """
     from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
 
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = _train_tokenizer()
-    tokenizer.add_special_tokens({"additional_special_tokens": ["<|system|>", "<|user|>", "<|assistant|>", "<image>"]})
+    image_token, chat_template = "<image>", LLAVA_CHAT_TEMPLATE
+    if qwen_chat_template is None:
+        tokenizer.add_special_tokens(
+            {"additional_special_tokens": ["<|system|>", "<|user|>", "<|assistant|>", "<image>"]}
+        )
+    else:
+        tokenizer.add_special_tokens({"additional_special_tokens": QWEN_TOKENS})
+        tokenizer.add_tokens(["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"])
+        tokenizer.eos_token = "<|im_end|>"
+        image_token, chat_template = "<|image_pad|>", qwen_chat_template
     image_processor = CLIPImageProcessorPil(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28})
     processor = LlavaProcessor(
         image_processor=image_processor,
         tokenizer=tokenizer,
         patch_size=14,
         vision_feature_select_strategy="default",
-        chat_template=LLAVA_CHAT_TEMPLATE,
-        image_token="<image>",
+        chat_template=chat_template,
+        image_token=image_token,
         num_additional_image_tokens=1,
     )
     config = LlavaConfig(
@@ -148,7 +163,7 @@ def build_tiny_llava(folder: Path, context_length: int = 8192) -> Path:
             patch_size=14,
         ),
         text_config=LlamaConfig(**_text_config(len(tokenizer), context_length)),
-        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        image_token_id=tokenizer.convert_tokens_to_ids(image_token),
         vision_feature_select_strategy="default",
         vision_feature_layer=-1,
         eos_token_id=tokenizer.eos_token_id,
@@ -158,3 +173,25 @@ def build_tiny_llava(folder: Path, context_length: int = 8192) -> Path:
     LlavaForConditionalGeneration(config).save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
+
+
+def image_only_qwen2_vl_processor(folder: Path, chat_template: str | None = None) -> Any:
+    """The tiny Qwen2-VL's ``Qwen2VLProcessor`` (a ``ProcessorMixin``, as TRL requires), built without
+    its video processor: transformers builds that with torchvision, which cannot be installed here
+    (see the module docstring), and checking the class of a missing one fails the same way."""
+    from transformers import AutoTokenizer
+    from transformers.models.qwen2_vl import Qwen2VLImageProcessorPil, Qwen2VLProcessor
+
+    class ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
+        def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
+            if argument_name == "video_processor" and argument is None:
+                return None
+            return super().check_argument_for_proper_class(argument_name, argument)
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, padding_side="left")
+    return ImageOnlyQwen2VLProcessor(
+        image_processor=Qwen2VLImageProcessorPil.from_pretrained(folder),
+        tokenizer=tokenizer,
+        video_processor=None,
+        chat_template=chat_template or tokenizer.chat_template,
+    )

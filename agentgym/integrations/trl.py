@@ -32,6 +32,13 @@ episode starts from), ``env_id``, ``task_id`` and ``seed``. TRL's OpenEnv exampl
 the same ``environment_factory`` shape around an OpenEnv client; ``environment_factory(...,
 openenv_url=...)`` plays the env through :class:`agentgym.integrations.openenv.AgentGymEnvClient`
 against ``agentgym serve`` instead of in-process. See docs/train-with-trl.md.
+
+Screenshots (``images="screenshot"`` or an ``ImageOptions``; the trainer's ``processing_class``
+a vision-language model's processor): in tools mode every observation is TRL's multimodal
+content (an image block and a text block), which TRL carries through its tool loop into
+generation and the loss; in text mode the first screenshot is the dataset's ``image`` column and
+later ones are the text :data:`LATER_SCREENSHOT`, because after a ``rollout_func`` TRL's loss
+forward pass takes only the dataset's images. See docs/vlm.md.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ from typing import Any, ClassVar
 from agentgym.core import observation_text
 from agentgym.integrations._session import make_env, reset_options
 from agentgym.registry import env_info
-from agentgym.train.rollout import ChatTokens, EpisodeSlot, Sample, Trajectory, play_episodes
+from agentgym.train.rollout import ChatTokens, EpisodeSlot, Sample, Trajectory, VisionChatTokens, play_episodes
 from agentgym.wrappers.chat import (
     ACTION_FORMATS,
     DEFAULT_SYSTEM_PROMPT,
@@ -54,7 +61,21 @@ from agentgym.wrappers.chat import (
     ChatWrapper,
     Message,
 )
+from agentgym.wrappers.vision import (
+    ImageOptions,
+    ObservationMode,
+    content_text,
+    decode_image,
+    image_part,
+    image_url,
+    is_image_part,
+    observation_content,
+    screenshot_kwargs,
+    text_part,
+)
 
+#: What a later screenshot becomes in ``rollout_func`` episodes: TRL's loss sees only the prompt's images.
+LATER_SCREENSHOT = "[screenshot not shown: only the first screen is an image in this episode]"
 #: Python types for the JSON schema types of a tool's parameters (TRL reads tools from signatures).
 _PYTHON_TYPES: dict[str, Any] = {
     "string": str,
@@ -102,6 +123,11 @@ def task_dataset(
     :class:`AgentGymRollout`) learns which task each prompt is; in tools mode it is the
     system prompt and an empty user turn that :meth:`AgentGymToolEnv.reset` fills with the
     first observation (TRL appends what ``reset`` returns to the last user message).
+
+    With screenshots (a ``rollout`` made with ``images=``), the first screenshot of each task is
+    the ``image`` column (a PIL image, as TRL's vision-language GRPO takes it) and the prompt is
+    the chat's text: TRL puts the image back before the first user turn's text, where
+    ``ChatWrapper`` has it. (In tools mode the screenshot comes from ``AgentGymToolEnv.reset``.)
     """
     from datasets import Dataset
 
@@ -119,7 +145,35 @@ def task_dataset(
         if rollout is None:
             raise ValueError("a text-mode dataset needs the AgentGymRollout that will play it (rollout=...)")
         prompts = [rollout.register(task, task_seed) for task, task_seed in zip(ids, seeds)]
-    return Dataset.from_dict({"prompt": prompts, "env_id": [env_id] * len(ids), "task_id": ids, "seed": seeds})
+    columns: dict[str, list[Any]] = {"prompt": prompts}
+    if any(_image_urls(prompt) for prompt in prompts):
+        columns["image"] = [_first_image(prompt) for prompt in prompts]
+        columns["prompt"] = [_text_messages(prompt) for prompt in prompts]
+    columns |= {"env_id": [env_id] * len(ids), "task_id": ids, "seed": seeds}
+    return Dataset.from_dict(columns)
+
+
+def _image_urls(messages: list[Message]) -> list[str]:
+    return [
+        image_url(part)
+        for message in messages
+        if isinstance(message["content"], list)
+        for part in message["content"]
+        if is_image_part(part)
+    ]
+
+
+def _first_image(messages: list[Message]) -> Any:
+    """The prompt's one screenshot (PIL); a clear error for a prompt with several."""
+    urls = _image_urls(messages)
+    if len(urls) > 1:
+        raise ValueError(f"a TRL prompt takes the image column's images only before its first turn; it has {len(urls)}")
+    return decode_image(urls[0]) if urls else None
+
+
+def _text_messages(messages: list[Message]) -> list[Message]:
+    """``messages`` with each content as its text (images left out), as a dataset column stores them."""
+    return [{**message, "content": content_text(message["content"])} for message in messages]
 
 
 # ---- text replies: rollout_func ---------------------------------------------------------------
@@ -131,6 +185,9 @@ class TRLSampler:
     One reply per token-id prompt, with TRL's generation config (temperature, top-p,
     ``max_completion_length`` new tokens) on its backend (transformers or vLLM). TRL
     samples from the global RNG (``GRPOConfig.seed``), so the per-sample seeds are unused.
+    Prompts of a vision-language model (:class:`~agentgym.llm.vision.VisionPrompt`) go with their
+    image inputs (pixel values, image grids; ``mm_token_type_ids`` per token), concatenated in
+    prompt order as TRL batches a processor's output, and on vLLM with their images.
     """
 
     def __init__(self, trainer: Any) -> None:
@@ -141,11 +198,34 @@ class TRLSampler:
         self.has_logprobs = True
 
     def sample(self, prompts: list[list[int]], seeds: list[int]) -> list[Sample]:
-        completion_ids, logprobs = self.trainer._generate_single_turn(prompts, None, {}, 1)
+        images, fields = self._image_inputs(prompts)
+        ids = [list(prompt) for prompt in prompts]
+        completion_ids, logprobs = self.trainer._generate_single_turn(ids, images, fields, 1)
         if logprobs is None:
             self.has_logprobs = False
             logprobs = [[0.0] * len(ids) for ids in completion_ids]
         return [Sample(list(ids), [float(value) for value in lps]) for ids, lps in zip(completion_ids, logprobs)]
+
+    def _image_inputs(self, prompts: list[list[int]]) -> tuple[list[Any] | None, dict[str, Any]]:
+        """The images (vLLM only) and the model's image inputs of ``prompts``, as TRL's generation takes them."""
+        chunks = [getattr(prompt, "inputs", None) or {} for prompt in prompts]
+        if not any(chunks):
+            return None, {}
+        import torch
+
+        fields: dict[str, Any] = {}
+        for key in {key for chunk in chunks for key in chunk}:
+            if key == "mm_token_type_ids":  # per token: TRL left-pads lists of ids
+                fields[key] = [
+                    chunk[key][0].tolist() if key in chunk else [0] * len(prompt)
+                    for chunk, prompt in zip(chunks, prompts)
+                ]
+            else:
+                fields[key] = torch.cat([chunk[key] for chunk in chunks if key in chunk])
+        images = None
+        if getattr(self.trainer, "use_vllm", False):
+            images = [[decode_image(url) for url in getattr(prompt, "image_urls", ())] or None for prompt in prompts]
+        return images, fields
 
 
 class AgentGymRollout:
@@ -158,6 +238,12 @@ class AgentGymRollout:
     the env's), and for the reward functions ``env_score``, ``env_success``, ``env_turns``.
     An episode ends when the env terminates or truncates, after ``max_turns`` replies, or
     when the completion budget is spent.
+
+    ``images`` (``ImageOptions`` or a mode, ``"screenshot"`` or ``"both"``) makes a screen env's
+    first screenshot the prompt's image (the dataset's ``image`` column) and plays the episode
+    with the trainer's processor (a vision-language model's ``ProcessorMixin``). TRL's loss
+    forward pass takes only the dataset's images (see docs/vlm.md), so later screenshots are
+    not shown: each becomes the text :data:`LATER_SCREENSHOT`, in sampling as in the loss.
 
     TRL hands back only the prompts, so a prompt names its task. Tasks whose first prompt is the
     same (Wordle's hidden words, identical small maps) cannot be told apart that way: each GRPO
@@ -173,11 +259,13 @@ class AgentGymRollout:
         system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
         env_kwargs: dict[str, Any] | None = None,
         max_turns: int | None = None,
+        images: ImageOptions | ObservationMode | None = None,
     ) -> None:
         self.env_id = env_info(env_id).id
         self.action_format = action_format
         self.system_prompt = system_prompt
-        self.env_kwargs = dict(env_kwargs or {})
+        self.images = image_options(images)
+        self.env_kwargs = {**(screenshot_kwargs(self.env_id) if self.images.images else {}), **(env_kwargs or {})}
         self.max_turns = max_turns or env_info(env_id).max_episode_steps
         self._envs: list[ChatWrapper] = []
         self._tasks: dict[str, list[tuple[int, int]]] = {}
@@ -187,7 +275,10 @@ class AgentGymRollout:
         while len(self._envs) <= index:
             self._envs.append(
                 ChatWrapper(
-                    make_env(self.env_id, self.env_kwargs), self.system_prompt, action_format=self.action_format
+                    make_env(self.env_id, self.env_kwargs),
+                    self.system_prompt,
+                    action_format=self.action_format,
+                    images=self.images,
                 )
             )
         return self._envs[index]
@@ -222,17 +313,20 @@ class AgentGymRollout:
             EpisodeSlot(self._env(index), Trajectory(self.env_id, task_id, index), seed)
             for index, (task_id, seed) in enumerate(tasks)
         ]
-        tokenizer = trainer.processing_class
-        tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
-        chat_tokens = ChatTokens(tokenizer, trainer.eos_token_ids)
+        chat_tokens = self._chat_tokens(trainer)
         sampler = TRLSampler(trainer)
-        prompt_ids = [chat_tokens.prompt(prompt, slot.env.tools) for prompt, slot in zip(prompts, slots)]
+        prompt_ids = [
+            list(chat_tokens.prompt(_openai_parts(prompt), slot.env.tools)) for prompt, slot in zip(prompts, slots)
+        ]
         trajectories = play_episodes(slots, sampler, chat_tokens, self.max_turns, lambda slot, turn: 0)
         budget = trainer.max_completion_length
         output: dict[str, Any] = {"prompt_ids": prompt_ids, "completion_ids": [], "logprobs": [], "env_mask": []}
-        for ids, trajectory in zip(prompt_ids, trajectories):
+        for ids, prompt, trajectory in zip(prompt_ids, prompts, trajectories):
             if trajectory.token_ids[: len(ids)] != ids:
                 raise RuntimeError("the episode's tokens do not start with its prompt's")
+            images = _prompt_images(prompt)
+            if images and not _same_pixels(trajectory.image_urls[: len(images)], images):
+                raise RuntimeError("the prompt's image is not the screenshot its episode started from")
             output["completion_ids"].append(trajectory.token_ids[len(ids) :][:budget])
             output["logprobs"].append(trajectory.logprobs[len(ids) :][:budget])
             output["env_mask"].append(trajectory.loss_mask[len(ids) :][:budget])
@@ -242,6 +336,19 @@ class AgentGymRollout:
         output["env_success"] = [trajectory.success for trajectory in trajectories]
         output["env_turns"] = [trajectory.turns for trajectory in trajectories]
         return output
+
+    def _chat_tokens(self, trainer: Any) -> ChatTokens:
+        """Token ids of chats with the trainer's tokenizer, or (screenshots) its processor."""
+        processing_class = trainer.processing_class
+        if not self.images.images:
+            return ChatTokens(getattr(processing_class, "tokenizer", processing_class), trainer.eos_token_ids)
+        if not hasattr(processing_class, "image_processor"):
+            raise TypeError(
+                "screenshots need a vision-language model: pass its processor (AutoProcessor) as processing_class"
+            )
+        from agentgym.llm.vision import VisionProcessor
+
+        return PromptImagesTokens(VisionProcessor(processing_class), trainer.eos_token_ids)
 
     def close(self) -> None:
         """Close the envs this rollout made."""
@@ -256,28 +363,138 @@ def env_reward(completions: list[Any], env_score: list[float], **kwargs: Any) ->
 
 
 def _prompt_key(messages: list[Message]) -> str:
-    return json.dumps([[message["role"], message["content"]] for message in messages], ensure_ascii=False)
+    """A prompt's identity: its roles, texts and images' pixels (TRL hands a prompt back with its
+    images as PIL parts; agentgym made it with data URLs). Visual puzzles' texts hide the map."""
+    parts = [[message["role"], content_text(message["content"])] for message in messages]
+    images = _prompt_images(messages) + [decode_image(url) for url in _image_urls(messages)]
+    return json.dumps([parts, [_pixel_digest(image) for image in images]], ensure_ascii=False)
+
+
+def _pixel_digest(image: Any) -> str:
+    import hashlib
+
+    import numpy as np
+
+    pixels = np.ascontiguousarray(np.asarray(image.convert("RGB")))
+    return hashlib.blake2b(str(pixels.shape).encode() + pixels.tobytes(), digest_size=12).hexdigest()
+
+
+def _openai_parts(messages: list[Message]) -> list[Message]:
+    """``messages`` with TRL's image parts (``{"type": "image", "image": PIL}``) as ``image_url`` parts."""
+    converted = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, list):
+            parts = [_openai_part(part) for part in content]
+            # TRL splits a string content into text parts; a text-only turn is a string again.
+            content = parts if any(is_image_part(part) for part in parts) else content_text(parts)
+        converted.append({**message, "content": content})
+    return converted
+
+
+def _openai_part(part: dict[str, Any]) -> dict[str, Any]:
+    if part.get("type") != "image":
+        return part
+    import base64
+    import io
+
+    buffer = io.BytesIO()
+    part["image"].convert("RGB").save(buffer, format="PNG", compress_level=1)
+    return image_part("data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"))
+
+
+def _prompt_images(messages: list[Message]) -> list[Any]:
+    """The PIL images of TRL's image parts in ``messages``."""
+    return [
+        part["image"]
+        for message in messages
+        if isinstance(message["content"], list)
+        for part in message["content"]
+        if part.get("type") == "image"
+    ]
+
+
+def _same_pixels(urls: list[str], images: list[Any]) -> bool:
+    """Whether the data URLs ``urls`` hold the same pixels as the PIL ``images``."""
+    import numpy as np
+
+    return len(urls) == len(images) and all(
+        np.array_equal(np.asarray(decode_image(url).convert("RGB")), np.asarray(image.convert("RGB")))
+        for url, image in zip(urls, images)
+    )
+
+
+class PromptImagesTokens(VisionChatTokens):
+    """:class:`VisionChatTokens` that keep only the prompt's images: a later observation's screenshot
+    becomes the text :data:`LATER_SCREENSHOT` (TRL's ``rollout_func`` path has no place for its pixels)."""
+
+    def delta(
+        self,
+        history: list[Message],
+        sampled: Any,
+        new_messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+    ) -> list[int]:
+        return super().delta(history, sampled, _without_images(new_messages), tools)
+
+
+def _without_images(messages: list[Message]) -> list[Message]:
+    return [
+        {
+            **message,
+            "content": [text_part(LATER_SCREENSHOT) if is_image_part(part) else part for part in message["content"]],
+        }
+        if isinstance(message.get("content"), list)
+        else message
+        for message in messages
+    ]
+
+
+def image_options(images: ImageOptions | ObservationMode | None) -> ImageOptions:
+    """``images`` as :class:`ImageOptions` (a mode name: that mode with the default budget)."""
+    if images is None:
+        return ImageOptions()
+    return images if isinstance(images, ImageOptions) else ImageOptions(images)
 
 
 # ---- tool calls: environment_factory ------------------------------------------------------------
 
 
 class _LocalEpisode:
-    """An in-process env as the tool env plays it: reset to text, step to (text, score, done)."""
+    """An in-process env as the tool env plays it: reset to content, step to (content, score, done).
 
-    def __init__(self, env_id: str, env_kwargs: dict[str, Any], max_episode_steps: int | None) -> None:
-        self.env = make_env(env_id, env_kwargs, max_episode_steps)
+    The content is the observation's text, or with ``images`` (screenshot modes) TRL's content
+    blocks: the screenshot (PIL, within the image budget) and the text, as ``ChatWrapper`` shows them.
+    """
+
+    def __init__(
+        self, env_id: str, env_kwargs: dict[str, Any], max_episode_steps: int | None, images: ImageOptions
+    ) -> None:
+        self.images = images
+        screen = screenshot_kwargs(env_id) if images.images else {}
+        self.env = make_env(env_id, {**screen, **env_kwargs}, max_episode_steps)
+        self._element_list_heading = getattr(self.env.unwrapped, "element_list_heading", None)
 
     def tools(self) -> list[dict[str, Any]]:
         return self.env.unwrapped.tools()
 
     def reset(self, seed: int | None, task_id: int | None, split: str | None) -> dict[str, Any]:
         observation, info = self.env.reset(seed=seed, options=reset_options(task_id, split))
-        return _outcome(observation, False, False, info)
+        return self._outcome(observation, False, False, info)
 
     def step(self, call: dict[str, Any]) -> dict[str, Any]:
         observation, _, terminated, truncated, info = self.env.step(call)
-        return _outcome(observation, terminated, truncated, info)
+        return self._outcome(observation, terminated, truncated, info)
+
+    def _outcome(self, observation: Any, terminated: bool, truncated: bool, info: dict[str, Any]) -> dict[str, Any]:
+        outcome = _outcome(observation, terminated, truncated, info)
+        content, _ = observation_content(observation, self.images, self._element_list_heading)
+        if isinstance(content, list):  # OpenAI-style parts -> TRL's blocks (images as PIL)
+            outcome["content"] = [
+                {"type": "image", "image": decode_image(image_url(part))} if is_image_part(part) else part
+                for part in content
+            ]
+        return outcome
 
     def close(self) -> None:
         self.env.close()
@@ -339,27 +556,35 @@ class AgentGymToolEnv:
     the first observation; a tool call steps the env and returns the observation, and
     after the episode ends a call raises (TRL answers the model with the error).
     ``get_reward()`` is the episode's score (``info["score"]``); ``_close()`` closes the env.
+
+    With ``images`` in a screenshot mode, a screen env's observations (``reset``'s and each tool
+    result) are TRL's multimodal content, ``[{"type": "image", "image": <PIL>}, {"type": "text",
+    ...}]``: TRL puts the image in the tool message, its processor expands it into image tokens
+    (masked out of the loss with the rest of the result) and its pixels go to the model's forward.
     """
 
     env_id: ClassVar[str]
     env_kwargs: ClassVar[dict[str, Any]] = {}
     max_episode_steps: ClassVar[int | None] = None
     openenv_url: ClassVar[str | None] = None
+    images: ClassVar[ImageOptions] = ImageOptions()
 
     def __init__(self) -> None:
         self._episode: _LocalEpisode | _OpenEnvEpisode = (
             _OpenEnvEpisode(self.openenv_url, self.env_id)
             if self.openenv_url
-            else _LocalEpisode(self.env_id, self.env_kwargs, self.max_episode_steps)
+            else _LocalEpisode(self.env_id, self.env_kwargs, self.max_episode_steps, self.images)
         )
         self.score, self.success, self.done, self.steps = 0.0, False, False, 0
         self.task_id: int | None = None
 
-    def reset(self, task_id: int | None = None, seed: int | None = None, split: str | None = None, **row: Any) -> str:
+    def reset(
+        self, task_id: int | None = None, seed: int | None = None, split: str | None = None, **row: Any
+    ) -> str | list[dict[str, Any]]:
         outcome = self._episode.reset(seed, task_id, split)
         self.task_id = task_id
         self.score, self.success, self.done, self.steps = outcome["score"], outcome["success"], outcome["done"], 0
-        return outcome["text"]
+        return outcome.get("content", outcome["text"])
 
     def get_reward(self) -> float:
         return self.score
@@ -368,13 +593,13 @@ class AgentGymToolEnv:
         """Close the env (private: TRL would offer a public ``close`` to the model as a tool)."""
         self._episode.close()
 
-    def _call(self, name: str, arguments: dict[str, Any]) -> str:
+    def _call(self, name: str, arguments: dict[str, Any]) -> str | list[dict[str, Any]]:
         if self.done:
             raise ValueError(f"the episode is over (score {self.score:g}); answer without calling a tool")
         outcome = self._episode.step({"name": name, "arguments": arguments})
         self.steps += 1
         self.score, self.success, self.done = outcome["score"], outcome["success"], outcome["done"]
-        return outcome["text"]
+        return outcome.get("content", outcome["text"])
 
 
 def environment_factory(
@@ -383,14 +608,20 @@ def environment_factory(
     env_kwargs: dict[str, Any] | None = None,
     max_episode_steps: int | None = None,
     openenv_url: str | None = None,
+    images: ImageOptions | ObservationMode | None = None,
 ) -> type[AgentGymToolEnv]:
     """A subclass of :class:`AgentGymToolEnv` for ``env_id``: pass it as ``environment_factory``.
 
     ``openenv_url`` (the base URL of ``agentgym serve ENV_ID``) plays the episodes through
     OpenEnv's client on the server's OpenEnv routes instead of in-process (the server's
-    registered kwargs then apply, not ``env_kwargs``).
+    registered kwargs then apply, not ``env_kwargs``). ``images`` (``ImageOptions`` or a mode,
+    ``"screenshot"`` or ``"both"``; in-process envs) returns each screenshot as an image block
+    (the trainer's ``processing_class`` is then a vision-language model's processor).
     """
     env_id = env_info(env_id).id
+    options = image_options(images)
+    if options.images and openenv_url:
+        raise ValueError("images= is for in-process envs; OpenEnv's observations carry the screenshot in .image")
     env = make_env(env_id, env_kwargs, max_episode_steps)
     try:
         declarations = env.unwrapped.tools() if callable(getattr(env.unwrapped, "tools", None)) else None
@@ -403,6 +634,7 @@ def environment_factory(
         "env_kwargs": dict(env_kwargs or {}),
         "max_episode_steps": max_episode_steps,
         "openenv_url": openenv_url,
+        "images": options,
         "__doc__": f"{env_id} as a TRL environment: its tools are methods. {AgentGymToolEnv.__doc__}",
     }
     for declaration in declarations:
@@ -419,7 +651,7 @@ def _tool_method(function: dict[str, Any]) -> Callable[..., str]:
     name, schema = function["name"], function.get("parameters", {})
     properties, required = schema.get("properties", {}), set(schema.get("required", ()))
 
-    def method(self: AgentGymToolEnv, **arguments: Any) -> str:
+    def method(self: AgentGymToolEnv, **arguments: Any) -> str | list[dict[str, Any]]:
         return self._call(name, arguments)
 
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
@@ -464,6 +696,7 @@ def grpo_kwargs(
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
     max_turns: int | None = None,
     seed: int = 0,
+    images: ImageOptions | ObservationMode | None = None,
 ) -> dict[str, Any]:
     """``GRPOTrainer`` keyword arguments that train on ``env_id``'s ``tasks`` with the env's score as reward.
 
@@ -471,6 +704,8 @@ def grpo_kwargs(
     ``reward_funcs=[env_reward]``. Tools: ``train_dataset`` and ``environment_factory`` (the
     reward is its ``get_reward``; ``max_turns`` is then TRL's ``max_tool_calling_iterations``,
     set it in ``GRPOConfig``). Add your own ``reward_funcs`` next to them if you like.
+    ``images`` (a screenshot mode or ``ImageOptions``) shows a screen env's screenshots to a
+    vision-language model: every one in tools mode, the first one in text mode (docs/vlm.md).
     """
     if action_format == "tools":
         dataset = task_dataset(
@@ -482,8 +717,11 @@ def grpo_kwargs(
             env_kwargs=env_kwargs,
             seed=seed,
         )
-        return {"train_dataset": dataset, "environment_factory": environment_factory(env_id, env_kwargs=env_kwargs)}
-    rollout = AgentGymRollout(env_id, system_prompt=system_prompt, env_kwargs=env_kwargs, max_turns=max_turns)
+        factory = environment_factory(env_id, env_kwargs=env_kwargs, images=images)
+        return {"train_dataset": dataset, "environment_factory": factory}
+    rollout = AgentGymRollout(
+        env_id, system_prompt=system_prompt, env_kwargs=env_kwargs, max_turns=max_turns, images=images
+    )
     dataset = task_dataset(
         env_id, tasks, split=split, system_prompt=system_prompt, env_kwargs=env_kwargs, seed=seed, rollout=rollout
     )
@@ -491,12 +729,15 @@ def grpo_kwargs(
 
 
 __all__ = [
+    "LATER_SCREENSHOT",
     "AgentGymRollout",
+    "PromptImagesTokens",
     "AgentGymToolEnv",
     "TRLSampler",
     "environment_factory",
     "env_reward",
     "grpo_kwargs",
+    "image_options",
     "task_dataset",
     "task_ids",
 ]

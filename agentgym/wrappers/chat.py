@@ -7,22 +7,17 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import gymnasium as gym
-import numpy as np
 from gymnasium import spaces
 
 from agentgym.computer_use import FORMATS as COMPUTER_USE_FORMATS
-from agentgym.core import UnicodeText, observation_text
+from agentgym.core import UnicodeText
 from agentgym.tool_parsing import new_call_id, template_messages
 from agentgym.wrappers.computer_use import ComputerUseWrapper
 from agentgym.wrappers.vision import (
     ImageOptions,
     elide_images,
-    encode_screenshot,
-    image_part,
     is_image_part,
-    scale_note,
-    text_part,
-    without_element_list,
+    observation_content,
 )
 
 Message = dict[str, Any]
@@ -223,18 +218,10 @@ class ChatWrapper(gym.Wrapper[list[Message], Any, str, Any]):
 
     def _content(self, observation: Any) -> str | list[dict[str, Any]]:
         """A user turn's content: the observation's text, or (screenshot modes) its image and text parts."""
-        text = observation_text(observation)
-        pixels = observation.get("screenshot") if isinstance(observation, dict) else None
-        if not self.images.images or not isinstance(pixels, np.ndarray) or pixels.ndim != 3:
-            return text
-        url, sent = encode_screenshot(pixels, self.images)
-        screen = (int(pixels.shape[1]), int(pixels.shape[0]))
-        self.image_sizes = (screen, sent)
-        if self.images.mode == "screenshot":
-            text = without_element_list(text, self._element_list_heading)
-        note = scale_note(screen, sent)
-        text = f"{text}\n{note}" if text and note else text or note
-        return [image_part(url), text_part(text)] if text else [image_part(url)]
+        content, sizes = observation_content(observation, self.images, self._element_list_heading)
+        if sizes is not None:
+            self.image_sizes = sizes
+        return content
 
     def apply_chat_template(self, tokenizer: Any, messages: list[Message] | None = None, **kwargs: Any) -> Any:
         """``tokenizer.apply_chat_template`` of ``messages`` (default: :meth:`messages`) with this env's tools.

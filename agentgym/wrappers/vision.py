@@ -30,6 +30,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from agentgym.core import observation_text
+
 Message = dict[str, Any]
 ObservationMode = Literal["text", "screenshot", "both"]
 OBSERVATION_MODES: tuple[ObservationMode, ...] = ("text", "screenshot", "both")
@@ -130,6 +132,28 @@ def scale_note(screen: tuple[int, int], sent: tuple[int, int]) -> str:
         f"(The screenshot is shown at {sent[0]}x{sent[1]}, scaled down from the {screen[0]}x{screen[1]} screen: "
         f"a point (x, y) on it is ({factor:.4g}*x, {factor:.4g}*y) on the screen.)"
     )
+
+
+def observation_content(
+    observation: Any, options: ImageOptions, element_list_heading: str | None = None
+) -> tuple[str | list[dict[str, Any]], tuple[tuple[int, int], tuple[int, int]] | None]:
+    """A user turn's content for ``observation`` and, when it carries an image, (screen size, size sent).
+
+    The observation's text, or (screenshot modes, an observation with a ``"screenshot"``) its
+    image part and text part: the text without the element list (after ``element_list_heading``)
+    in ``"screenshot"`` mode, with the scale note when the image was scaled down.
+    """
+    text = observation_text(observation)
+    pixels = observation.get("screenshot") if isinstance(observation, dict) else None
+    if not options.images or not isinstance(pixels, np.ndarray) or pixels.ndim != 3:
+        return text, None
+    url, sent = encode_screenshot(pixels, options)
+    screen = (int(pixels.shape[1]), int(pixels.shape[0]))
+    if options.mode == "screenshot":
+        text = without_element_list(text, element_list_heading)
+    note = scale_note(screen, sent)
+    text = f"{text}\n{note}" if text and note else text or note
+    return ([image_part(url), text_part(text)] if text else [image_part(url)]), (screen, sent)
 
 
 def without_element_list(text: str, heading: str | None) -> str:
