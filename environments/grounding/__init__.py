@@ -1,7 +1,7 @@
 """Grounding: click the element a phrase describes on a screenshot of a page agentgym already runs.
 
-``Grounding-v0`` mixes every source of ``sources.yaml``; once there is more than one source,
-``Grounding-<Source>-v0`` plays one (with a single source it would be ``Grounding-v0`` again, the same tasks).
+``Grounding-v0`` mixes every source of ``sources.yaml`` (MiniWoB++ and WebShop); ``Grounding-<Source>-v0``
+plays one (``Grounding-MiniWoB-v0``, ``Grounding-WebShop-v0``).
 The screenshots and tasks are built once per source (``agentgym prepare --env Grounding-v0``, or the
 first ``gym.make``) into the cache and only read afterwards (docs/envs/grounding.md).
 """

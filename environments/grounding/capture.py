@@ -1,11 +1,11 @@
 """Pages of the envs agentgym already runs, read as screenshots and elements with exact boxes.
 
-A source (``sources.yaml``) names env ids; :class:`PageSource` makes them through the registry
-(``gym.make`` by string id: this family imports no other family), plays an episode's first page
-and, with ``oracle_steps``, the pages the env's oracle leads to, and reads each page: its URL, which
-``page_group`` turns into the group that decides its split, then (when that group is still wanted)
-the screenshot (the env's own, :meth:`~agentgym.browser.env.BrowserEnv.pixels`) and the elements and
-their boxes from the page's DOM (``elements.js``, run by the browser env's ``evaluate``).
+A source (``sources.yaml``) names env ids; :class:`PageSource` makes them through the registry (``gym.make``
+by string id: this family imports no other family), plays an episode's first page and, with ``oracle_steps``,
+the pages the env's oracle leads to, and reads each page: its key (its URL, or what the source's ``page_key``
+script answers), which ``page_group`` turns into the group that decides its split, then (when that group is
+still wanted) the screenshot (the env's own, :meth:`~agentgym.browser.env.BrowserEnv.pixels`) and the elements
+and their boxes from the page's DOM (``elements.js``, run by the browser env's ``evaluate``).
 
 :meth:`PageSource.rendered` renders several envs at once, each in its own env (its own browser
 context) on a worker thread, and hands their pages back in the order of the ids: the build consumes
@@ -77,6 +77,8 @@ class PageSource:
         self.make_kwargs = dict(spec.get("make_kwargs") or {})
         self.oracle_steps = int(spec.get("oracle_steps", 0))
         self.rules = [list(rule) for rule in spec.get("page_group") or []]
+        #: The script whose answer ``page_group`` turns into the page's group (default: the page's URL).
+        self.page_key_script = str(spec.get("page_key") or _URL_JS)
 
     def env_ids(self) -> list[str]:
         """The source's env ids, in a fixed order."""
@@ -103,7 +105,7 @@ class PageSource:
     def read(self, env: gym.Env, key: str, wanted: Callable[[str], bool] = lambda group: True) -> Page:
         """The page ``env`` shows now: its group, then, if ``wanted(group)``, its screenshot and elements."""
         base = env.unwrapped
-        group = page_group(str(base.evaluate(_URL_JS)), self.rules)
+        group = page_group(str(base.evaluate(self.page_key_script)), self.rules)
         if not wanted(group):
             return Page(key, group, None, [])
         pixels = np.asarray(base.pixels())

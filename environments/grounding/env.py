@@ -3,7 +3,8 @@
 Each task is one step. The first observation is ``{"text", "screenshot"}``: the text holds the
 instruction (``Click the "Submit" button.``), the action syntax and the screenshot's size; the
 screenshot (uint8, height x width x 3) is a page of an env agentgym already runs (MiniWoB++ task
-pages, ...), rendered and cached when the source was built (:mod:`.dataset`), not per reset.
+pages, WebShop's website along the oracle's episodes), rendered and cached when the source was built
+(:mod:`.dataset`), not per reset.
 
 Action: ``click(x, y)``, x and y pixels of the screenshot from its top-left corner (numbers; a
 fraction is allowed), as text or as a call of the ``click`` function tool. Anything else, or a
@@ -17,7 +18,9 @@ the same role (for a description by role) or stands in the same place (for a des
 to another element; :mod:`.describe`).
 
 Tasks: train, dev and test tasks come from pages of disjoint groups (for MiniWoB++, the task page
-without its variant suffix: no page of a test group is in train). Oracle: a click at the box's
+without its variant suffix, tasks whose pages look alike in one group; for WebShop, the search page, a
+results page's products, an item page's product): no page of a test group is in train, and no test
+screenshot has a near-duplicate in train (:mod:`.similarity`). Oracle: a click at the box's
 centre. Random baseline (:meth:`GroundingEnv.random_action`): a click on a uniformly drawn pixel,
 whose success probability is the box's share of the screen's pixels (:func:`pixel_share`).
 """
