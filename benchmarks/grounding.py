@@ -1,11 +1,11 @@
 """Grounding family: reset and step latency from the cache, build time, tasks per split, oracle and random success.
 
-For each grounding source (and ``Grounding-v0``, which mixes them): the tasks and screenshots per
-split and the build's duration (from the source's ``manifest.json``: the build renders the pages once,
-in Chromium), the median and p99 latency of ``reset`` (reads the task, decodes the PNG screenshot when
-the task is on a new one) and of ``step`` (one click), measured on task ids drawn at random, and the
-success of the oracle (a click at the box's centre) and of random clicks next to the mean share of the
-screen the target boxes cover (what random clicks should score). Latencies are taken on a shared
+For each grounding id (``Grounding-<Source>-v0`` per source, and ``Grounding-v0``, which mixes them): the
+tasks and screenshots per split and each source's build duration (from the source's ``manifest.json``: the
+build renders the pages once, in Chromium), the median and p99 latency of ``reset`` (reads the task, decodes
+the PNG screenshot when the task is on a new one) and of ``step`` (one click), measured on task ids drawn at
+random, and the success of the oracle (a click at the box's centre) and of random clicks next to the mean
+share of the screen the target boxes cover (what random clicks should score). Latencies are taken on a shared
 2-core machine under load: compare them with the 5 ms target, not across runs.
 
 The build's time per page, side by side in one run: one round (:data:`~dataset.BATCH` task ids) of a sample
