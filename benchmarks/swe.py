@@ -16,8 +16,8 @@ For every repository of ``repositories.yaml`` that has tasks:
   runs per kept task, and ``mutants`` / ``kept`` (how many candidates ran, how many the tests caught).
 
 Timings are taken on a loaded shared 2-core machine: compare them with each other, not with other
-machines. ``python benchmarks/swe.py [--repositories N ...] [--synthesis-logs LOG ...]`` writes
-benchmarks/results/swe.{json,md}.
+machines. ``python benchmarks/swe.py [--repositories N ...] [--keep-others] [--synthesis-logs LOG ...]``
+writes benchmarks/results/swe.{json,md} (``--keep-others``: the other repositories' recorded rows stay).
 """
 
 from __future__ import annotations
@@ -107,6 +107,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repositories", nargs="*", help="default: every repository with tasks")
     parser.add_argument("--synthesis-logs", nargs="*", type=Path, default=[], help="logs of synthesis rounds")
+    parser.add_argument(
+        "--keep-others",
+        action="store_true",
+        help="keep the recorded rows of repositories not measured now (their tasks and build columns updated)",
+    )
     arguments = parser.parse_args()
     costs = build_costs(arguments.synthesis_logs)
     per_repository = Counter(task.repository for task in all_tasks())
@@ -124,6 +129,17 @@ def main() -> None:
             print(json.dumps(row), flush=True)
     finally:
         environment.close()
+    if arguments.keep_others and (RESULTS / "swe.json").exists():
+        measured = {row["repository"] for row in rows}
+        for row in json.loads((RESULTS / "swe.json").read_text())["repositories"]:
+            name = row["repository"]
+            if name in measured or name not in per_repository:
+                continue
+            row["tasks"] = per_repository[name]
+            row.update({key: costs.get(name, {}).get(key) for key in ("mutants", "kept", "build_s_per_task")})
+            rows.append(row)
+        order = list(repositories())
+        rows.sort(key=lambda row: order.index(row["repository"]))
     kinds = Counter(task.kind for task in all_tasks())
     summary = {
         "tasks": sum(per_repository.values()),

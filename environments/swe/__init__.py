@@ -10,8 +10,8 @@ from agentgym.core import TaskSplits
 from agentgym.registry import register
 
 #: The validated tasks per split (tests/test_swe.py checks these against data/tasks/).
-EDIT_SPLITS = TaskSplits(train=594, dev=64, test=104)
-REWRITE_SPLITS = TaskSplits(train=105, dev=15, test=14)
+EDIT_SPLITS = TaskSplits(train=748, dev=79, test=104)
+REWRITE_SPLITS = TaskSplits(train=132, dev=17, test=14)
 #: Each repository's sdist downloaded and its venv built before episodes (agentgym prepare, agentgym eval).
 _PREPARE = "agentgym.environments.swe.env:prepare"
 
