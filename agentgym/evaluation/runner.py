@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import hashlib
 import itertools
 import queue
@@ -528,35 +527,6 @@ class Runner:
             raise InfraFailure(f"the env's infrastructure failed: {info[INFRA_ERROR_KEY]}")
 
 
-#: Runs inside :func:`frozen_heap` now (in any thread of this process), and the lock that counts them.
-_frozen_runs = 0
-_frozen_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def frozen_heap() -> Any:
-    """The objects alive now moved out of the garbage collector's reach while the block runs (``gc.freeze``).
-
-    A run allocates a few dicts per step; each collection they trigger would otherwise walk
-    everything the process already holds (modules, the envs' task caches), which cost the
-    runner about a quarter of its time per step on the puzzles (``benchmarks/runner_overhead.py``).
-    Objects made during the run are collected as usual; the frozen ones are handed back at the
-    end (``gc.unfreeze``) of the outermost such block, so garbage among them is collected then.
-    """
-    global _frozen_runs
-    with _frozen_lock:
-        if _frozen_runs == 0:
-            gc.freeze()
-        _frozen_runs += 1
-    try:
-        yield
-    finally:
-        with _frozen_lock:
-            _frozen_runs -= 1
-            if _frozen_runs == 0:
-                gc.unfreeze()
-
-
 def _file_name(key: str) -> str:
     """A file-system-safe, collision-free folder name for an episode key."""
     safe = "".join(char if char.isalnum() or char in "-_." else "_" for char in key)
@@ -686,18 +656,17 @@ async def run_eval(
             on_episode(record)
 
     clock = time.perf_counter()
-    with frozen_heap():  # the heap as it is now is not walked by each collection of the run
-        try:
-            tally = await play_missing(
-                out,
-                description,
-                planned,
-                runner.play,
-                concurrency=concurrency,
-                retry_errors=retry_errors,
-                on_plan=on_plan,
-                on_record=finished,
-            )
-        finally:
-            runner.close()
+    try:
+        tally = await play_missing(
+            out,
+            description,
+            planned,
+            runner.play,
+            concurrency=concurrency,
+            retry_errors=retry_errors,
+            on_plan=on_plan,
+            on_record=finished,
+        )
+    finally:
+        runner.close()
     return RunStats(**vars(tally), steps=steps, wall_s=time.perf_counter() - clock)
