@@ -17,7 +17,8 @@ For every repository of ``repositories.yaml`` that has tasks:
 
 Timings are taken on a loaded shared 2-core machine: compare them with each other, not with other
 machines. ``python benchmarks/swe.py [--repositories N ...] [--keep-others] [--synthesis-logs LOG ...]``
-writes benchmarks/results/swe.{json,md} (``--keep-others``: the other repositories' recorded rows stay).
+writes benchmarks/results/swe.{json,md} (``--keep-others``: the other repositories' recorded rows stay;
+``--recount``: nothing measured, the recorded rows with the current task counts).
 """
 
 from __future__ import annotations
@@ -112,10 +113,15 @@ def main() -> None:
         action="store_true",
         help="keep the recorded rows of repositories not measured now (their tasks and build columns updated)",
     )
+    parser.add_argument(
+        "--recount", action="store_true", help="measure nothing: the recorded rows with today's task counts"
+    )
     arguments = parser.parse_args()
     costs = build_costs(arguments.synthesis_logs)
     per_repository = Counter(task.repository for task in all_tasks())
     names = arguments.repositories or [name for name in repositories() if per_repository[name]]
+    if arguments.recount:
+        names, arguments.keep_others = [], True
     environment = SWEEnv(variant="edit")
     rows = []
     try:

@@ -10,8 +10,8 @@ from agentgym.core import TaskSplits
 from agentgym.registry import register
 
 #: The validated tasks per split (tests/test_swe.py checks these against data/tasks/).
-EDIT_SPLITS = TaskSplits(train=748, dev=79, test=104)
-REWRITE_SPLITS = TaskSplits(train=132, dev=17, test=14)
+EDIT_SPLITS = TaskSplits(train=829, dev=87, test=148)
+REWRITE_SPLITS = TaskSplits(train=144, dev=17, test=24)
 #: Each repository's sdist downloaded and its venv built before episodes (agentgym prepare, agentgym eval).
 _PREPARE = "agentgym.environments.swe.env:prepare"
 

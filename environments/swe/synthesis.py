@@ -16,7 +16,8 @@ For one repository (:func:`synthesize`):
    first failures' short tracebacks), never from the patch.
 
 Tasks are appended to ``data/tasks/<repository>.jsonl`` as they are found, so a build under a time
-budget can stop and go on later; ``data/baselines/<repository>.json`` keeps the stable tests.
+budget can stop and go on later; ``data/baselines/<repository>.json`` keeps the stable tests
+(``.json.gz`` when large).
 Mutants run and not kept are listed in the family's cache (``tried/<repository>.txt``), so a later
 round with a new seed does not run them again. Run it with
 ``python -m agentgym.environments.swe.synthesis [--budget-s S] [--seed N] [--jobs J] [NAME ...]``.
@@ -36,6 +37,8 @@ from pathlib import Path
 from agentgym.environments.swe.checkout import Checkout, TestRun, relevant_test_files, test_files
 from agentgym.environments.swe.mutations import Mutation, sample
 from agentgym.environments.swe.repositories import Repository, prepare_repository, repositories, swe_home
+from agentgym.environments.swe.tasks import baseline as read_baseline
+from agentgym.environments.swe.tasks import baseline_file, write_baseline
 
 DATA = Path(__file__).parent / "data"
 MAX_STATEMENT_CHARS = 3_000
@@ -46,10 +49,6 @@ BASELINE_WALL_S = 600.0
 #: 6x: a single runaway mutant of more-itertools held a worker for 350 s.)
 MUTANT_WALL_FACTOR = 3.0
 MIN_MUTANT_WALL_S = 20.0
-
-
-def baseline_path(repository: Repository) -> Path:
-    return DATA / "baselines" / f"{repository.name}.json"
 
 
 def tasks_path(repository: Repository) -> Path:
@@ -126,9 +125,8 @@ def synthesize(
     files = prepared.files()
     tests = test_files(files, repository.tests)
     with Checkout.of(prepared, files) as checkout:
-        baseline_file = baseline_path(repository)
-        if baseline_file.exists():
-            baseline = json.loads(baseline_file.read_text())
+        if baseline_file(repository.name).exists():
+            baseline = read_baseline(repository.name)
         else:
             stable, seconds = stable_baseline(checkout, tests, baseline_runs)
             baseline = {
@@ -138,8 +136,7 @@ def synthesize(
                 "test_files": tests,
                 "stable": stable,
             }
-            baseline_file.parent.mkdir(parents=True, exist_ok=True)
-            baseline_file.write_text(json.dumps(baseline, indent=1, sort_keys=True) + "\n")
+            write_baseline(repository.name, baseline)
         stable = baseline["stable"]
         report(
             f"{repository.name}: {sum(map(len, stable.values()))} stable tests in {len(stable)} files, "
