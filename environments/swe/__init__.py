@@ -10,8 +10,8 @@ from agentgym.core import TaskSplits
 from agentgym.registry import register
 
 #: The validated tasks per split (tests/test_swe.py checks these against data/tasks/).
-EDIT_SPLITS = TaskSplits(train=829, dev=87, test=148)
-REWRITE_SPLITS = TaskSplits(train=144, dev=17, test=24)
+EDIT_SPLITS = TaskSplits(train=886, dev=94, test=209)
+REWRITE_SPLITS = TaskSplits(train=152, dev=17, test=32)
 #: Each repository's sdist downloaded and its venv built before episodes (agentgym prepare, agentgym eval).
 _PREPARE = "agentgym.environments.swe.env:prepare"
 
