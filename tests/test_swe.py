@@ -138,6 +138,17 @@ def test_wrong_edit_and_edited_tests_score_zero(env: SWEEnv) -> None:
     assert reward == 0.0 and info["fail_to_pass"] < 1.0
 
 
+def test_judging_compiles_the_tests_afresh(env: SWEEnv) -> None:
+    """Bytecode the agent's runs left (or planted) is removed before judging: a test file edited and put back
+    within the same second would otherwise run from its cached edit."""
+    env.reset(options={"task_id": sample_task_ids("edit", 1)[0]})
+    folder = str(Path(env.task.test_files[0]).parent / "__pycache__")
+    env.step(f"Action: shell mkdir -p {folder} && echo planted > {folder}/planted.pyc")
+    env.step("submit")
+    assert env.checkout is not None
+    assert "planted" not in env.checkout.run(f"ls {folder} 2>/dev/null; true").stdout
+
+
 def test_tools_native_calls_and_no_network(env: SWEEnv) -> None:
     env.reset(options={"task_id": sample_task_ids("edit", 1)[0]})
     observation, *_ = env.step({"name": "view", "arguments": json.dumps({"file": env.task.path, "start": 1, "end": 3})})

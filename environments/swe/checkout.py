@@ -130,6 +130,12 @@ class Checkout:
         if path.is_file() or path.is_symlink():
             os.unlink(path)
 
+    def drop_bytecode(self) -> None:
+        """Remove every ``__pycache__`` of the checkout: Python (and pytest's assertion rewriting) trusts a
+        cached module whose source has the same size and whole-second time, so a test file edited and put
+        back within a second could otherwise run as the agent's edit, or an agent could plant one."""
+        self.sandbox.run("find . -name __pycache__ -type d -prune -exec rm -rf {} +", limits=self.limits)
+
     def write(self, path: str, text: str) -> None:
         self.sandbox.write_file(path, text)
 

@@ -264,6 +264,7 @@ class SWEEnv(TextEnv):
         assert self.checkout is not None and self.task is not None
         for path in self.task.test_files:  # the judging tests are the original ones, whatever the agent did
             self.checkout.write(path, _files(self.task.repository)[path])
+        self.checkout.drop_bytecode()  # and compiled from them, not from a cache the agent's runs left
         run = self.checkout.run_tests(list(self.task.test_files))
         f2p, p2p = self.task.fail_to_pass, self.task.pass_to_pass()
         fraction = lambda tests: sum(map(run.passed, tests)) / len(tests) if tests else 1.0  # noqa: E731
