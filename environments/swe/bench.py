@@ -36,7 +36,7 @@ from typing import Any
 from agentgym.core import TaskSplits
 from agentgym.environments.swe.checkout import Checkout, TestRun
 from agentgym.environments.swe.env import SWEEnv
-from agentgym.environments.swe.repositories import PLUGIN
+from agentgym.environments.swe.repositories import PLUGIN, venv_purelib
 from agentgym.sandbox import WORK
 
 REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS")
@@ -107,12 +107,7 @@ def load_instances(path: str | os.PathLike[str]) -> list[Instance]:
 def install_plugin(venv: str | os.PathLike[str]) -> None:
     """Put the ``pytest_outcomes`` plugin (per-test outcomes for the judge) into a user's venv."""
     python = Path(venv) / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    purelib = venv_purelib(python)
     shutil.copyfile(PLUGIN, Path(purelib) / PLUGIN.name)
 
 

@@ -131,6 +131,16 @@ def prepare_repository(repository: Repository, report: Callable[[str], None] = l
     return Prepared(repository, source, venv, time.perf_counter() - started)
 
 
+def venv_purelib(python: str | os.PathLike[str]) -> str:
+    """The site-packages folder (``purelib``) of the venv whose interpreter is ``python``."""
+    return subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
 def _compile_once(venv: Path) -> None:
     """Byte-compile the venv's packages once (the sandbox mounts it read-only, so a venv without ``.pyc``
     files compiled pytest from source in every test run: 1.8 s of each run's 2.8 s on a loaded machine)."""
@@ -138,12 +148,7 @@ def _compile_once(venv: Path) -> None:
     if stamp.exists():
         return
     python = venv / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    purelib = venv_purelib(python)
     subprocess.run([str(python), "-m", "compileall", "-q", "-j", "1", purelib], capture_output=True, check=False)
     for directory, _, files in os.walk(purelib):  # readable by the sandbox's user
         os.chmod(directory, 0o755)
@@ -215,11 +220,6 @@ def _build_venv(repository: Repository, folder: Path, report: Callable[[str], No
     subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(folder)], check=True, capture_output=True)
     python = folder / "bin" / "python"
     _pip("--python", str(python), "install", "--no-compile", "pytest", *repository.requires)
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    purelib = venv_purelib(python)
     shutil.copyfile(PLUGIN, Path(purelib) / PLUGIN.name)
     return _mark(folder, _venv_marker(repository))
