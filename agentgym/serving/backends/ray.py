@@ -51,6 +51,7 @@ divided by ``size``, plus the env.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -239,7 +240,7 @@ def check_feasible(env_id: str, options: dict[str, Any]) -> None:
 
 class EnvActor:
     """Holds one env in a Ray actor process and runs its session calls, as the env server runs a
-    session's (made a Ray actor class by :func:`_actor_class`)."""
+    session's (made a Ray actor class by :func:`_remote`)."""
 
     def __init__(self, env_id: str, kwargs: dict[str, Any]) -> None:
         self.env_id, self.kwargs = env_id, kwargs
@@ -263,19 +264,15 @@ class EnvActor:
         self.env.close()
 
 
-_ACTOR_CLASS = None
-
-
-def _actor_class() -> Any:
-    global _ACTOR_CLASS
-    if _ACTOR_CLASS is None:
-        _ACTOR_CLASS = ray.remote(max_restarts=0, max_task_retries=0)(EnvActor)
-    return _ACTOR_CLASS
+@functools.cache
+def _remote(actor: type) -> Any:
+    """``actor`` as a Ray actor class (made once: never restarted, its calls never retried by Ray)."""
+    return ray.remote(max_restarts=0, max_task_retries=0)(actor)
 
 
 class EnvBatchActor:
     """Holds ``size`` envs of one id in one Ray actor and runs a session call on several of them
-    in one actor call (made a Ray actor class by :func:`_batch_actor_class`)."""
+    in one actor call (made a Ray actor class by :func:`_remote`)."""
 
     def __init__(self, env_id: str, kwargs: dict[str, Any], size: int) -> None:
         self.envs = [make_local(env_id, kwargs) for _ in range(size)]
@@ -294,16 +291,6 @@ class EnvBatchActor:
         for env in self.envs:
             with suppress(Exception):
                 env.close()
-
-
-_BATCH_ACTOR_CLASS = None
-
-
-def _batch_actor_class() -> Any:
-    global _BATCH_ACTOR_CLASS
-    if _BATCH_ACTOR_CLASS is None:
-        _BATCH_ACTOR_CLASS = ray.remote(max_restarts=0, max_task_retries=0)(EnvBatchActor)
-    return _BATCH_ACTOR_CLASS
 
 
 class RayEnvBatch:
@@ -342,7 +329,7 @@ class RayEnvBatch:
         resources = {name: amount * size for name, amount in own.get("resources", {}).items()}
         self.options = {**own, **scaled, **({"resources": resources} if resources else {}), **(options or {})}
         check_feasible(env_id, self.options)
-        self._actor: Any = _batch_actor_class().options(**self.options).remote(env_id, kwargs, size)
+        self._actor: Any = _remote(EnvBatchActor).options(**self.options).remote(env_id, kwargs, size)
         try:
             where = ray.get(self._actor.describe.remote(), timeout=startup_timeout_s)
         except GetTimeoutError:
@@ -478,7 +465,7 @@ class RayEnv(ProxyEnv):
         """Start a new actor; its env's description once it answers."""
         connect()
         check_feasible(self.env_id, self.options)
-        actor = _actor_class().options(**self.options).remote(self.env_id, self.kwargs)
+        actor = _remote(EnvActor).options(**self.options).remote(self.env_id, self.kwargs)
         try:
             description = ray.get(actor.describe.remote(), timeout=self.startup_timeout_s)
         except GetTimeoutError:
