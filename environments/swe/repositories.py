@@ -150,12 +150,7 @@ def _compile_once(venv: Path) -> None:
     python = venv / "bin" / "python"
     purelib = venv_purelib(python)
     subprocess.run([str(python), "-m", "compileall", "-q", "-j", "1", purelib], capture_output=True, check=False)
-    for directory, _, files in os.walk(purelib):  # readable by the sandbox's user
-        os.chmod(directory, 0o755)
-        for name in files:
-            path = os.path.join(directory, name)
-            if not os.path.islink(path):
-                os.chmod(path, os.stat(path).st_mode | 0o444)
+    _make_readable(purelib)
     stamp.write_text("compiled\n")
 
 
@@ -171,13 +166,18 @@ def _load_marked(folder: Path, expected: str) -> Path | None:
 
 def _mark(folder: Path, marker: str = VENV_FORMAT) -> Path:
     (folder / ".agentgym-complete").write_text(marker)
-    for directory, _, files in os.walk(folder):  # readable by the sandbox's user
+    _make_readable(folder)
+    return folder
+
+
+def _make_readable(root: str | os.PathLike[str]) -> None:
+    """Make every folder and file under ``root`` readable by the sandbox's user (links left alone)."""
+    for directory, _, files in os.walk(root):
         os.chmod(directory, 0o755)
         for name in files:
             path = os.path.join(directory, name)
             if not os.path.islink(path):
                 os.chmod(path, os.stat(path).st_mode | 0o444)
-    return folder
 
 
 def _pip(*arguments: str) -> None:
