@@ -182,6 +182,11 @@ def measure_family(entry: dict[str, Any], config: dict[str, Any], levels: list[i
             if needed > config["memory_limit_gib"] * GIB:
                 result["skipped"] = f"{count} envs would need about {needed / GIB:.1f} GiB"
                 break
+        if measured:  # making envs costs what it cost per env at the last level
+            making = measured[-1]["make_s"] / measured[-1]["envs"] * count
+            if making > config["make_budget_s"]:
+                result["skipped"] = f"making {count} envs would take about {making:,.0f} s"
+                break
         level = measure_level(env_id, count, config["task_pool"], config["step_window_s"])
         measured.append(level)
         print(
@@ -193,7 +198,9 @@ def measure_family(entry: dict[str, Any], config: dict[str, Any], levels: list[i
     if last["envs"] > first["envs"]:
         extra = (last["tree_pss_bytes"] - first["tree_pss_bytes"]) / (last["envs"] - first["envs"])
         result["memory_per_extra_env_mib"] = round(extra / 2**20, 1)
-    result["thread_safe"] = thread_safety(env_id, min(config["thread_check_envs"], limit), config["thread_check_steps"])
+    per_make = max(first["make_s"] / first["envs"], 1e-3)
+    side_by_side = max(2, min(config["thread_check_envs"], limit, int(config["make_budget_s"] / per_make)))
+    result["thread_safe"] = thread_safety(env_id, side_by_side, config["thread_check_steps"])
     return result
 
 
