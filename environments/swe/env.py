@@ -58,6 +58,10 @@ PYTEST_DURATION = re.compile(
     r"((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected)(?:, )?)+) in \d+(?:\.\d+)?s"
     r"(?: \(\d+:\d\d:\d\d\))?"
 )
+#: Object addresses in reprs (``<Foo object at 0x7f3a...>``) and Unix times (``1795750329.33``, as boltons'
+#: tracing tests print them past pytest's capture): they differ from run to run, so a run's output shows neither.
+MEMORY_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+UNIX_TIME = re.compile(r"\b1[0-9]{9}\.[0-9]+\b")
 MAX_VIEW_LINES = 200
 #: A shell command's limits (the judging and run_tests use the checkout's test limits).
 SHELL_LIMITS = Limits(wall_s=30.0, cpu_s=30.0, memory_mb=2048, processes=64, file_size_mb=64, output_bytes=200_000)
@@ -251,12 +255,15 @@ class SWEEnv(TextEnv):
         assert self.checkout is not None
         if len(targets) > 50 or any(target.startswith("-") and target not in ("-x", "-q") for target in targets):
             raise InvalidAction("run_tests takes test files or node ids (and -x).")
-        run = self.checkout.run_tests(targets)
+        # What failing tests printed is left out (it may hold clocks, temporary paths, addresses): the same
+        # run must read the same, and the tracebacks and assertion messages say what failed.
+        run = self.checkout.run_tests(["--show-capture=no", *targets])
         failed = sum(outcome in ("failed", "error") for outcome in run.outcomes.values())
         passed = sum(outcome == "passed" for outcome in run.outcomes.values())
         self._status = f"Last test run: {failed} failed, {passed} passed."
         note = f"\n[the test run was stopped: the {run.limit_hit} limit was hit]" if run.limit_hit else ""
         output = PYTEST_DURATION.sub(r"\1", run.output.rstrip())
+        output = UNIX_TIME.sub("<time>", MEMORY_ADDRESS.sub("0x…", output))
         return f"$ pytest {' '.join(targets)}\n{elide(output, MAX_OUTPUT_CHARS)}{note}"
 
     def judge(self) -> tuple[TestRun, float, float]:
