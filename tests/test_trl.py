@@ -106,6 +106,18 @@ def changed(model: Any, before: dict[str, torch.Tensor]) -> list[str]:
     return [name for name, value in model.named_parameters() if name in before and not torch.equal(value, before[name])]
 
 
+def train_two_grpo_steps(trainer: Any, model: Any, reward_column: int) -> tuple[Spy, bool]:
+    """Run ``trainer`` (two GRPO steps); each step's reward column ``reward_column`` must be the episodes'
+    scores. The spy and whether any parameter moved."""
+    spy = Spy(trainer)
+    before = snapshot(model)
+    trainer.train()
+    assert len(spy.rewards) == 2
+    for rewards, scores in zip(spy.rewards, spy.env_scores):
+        assert rewards[:, reward_column].tolist() == pytest.approx(scores)
+    return spy, changed(model, before)
+
+
 def test_tool_calls_environment_factory_is_taken_by_grpo_trainer(tmp_path: Path) -> None:
     """Tools mode: TRL's GRPOTrainer takes the factory; its tools, their schema and the env reward are the env's."""
     folder = build_tiny_model(tmp_path / "model", context_length=1024, tools=True)
@@ -228,17 +240,11 @@ def test_text_frozenlake_grpo_steps_move_the_parameters(tmp_path: Path) -> None:
         args=grpo_config(tmp_path / "out", per_device_train_batch_size=8, max_completion_length=512),
         **kwargs,
     )
-    spy = Spy(trainer)
-    before = snapshot(model)
-    trainer.train()
-
-    assert len(spy.rewards) == 2
-    for rewards, scores in zip(spy.rewards, spy.env_scores):
-        assert rewards[:, 0].tolist() == pytest.approx(scores)
+    spy, moved = train_two_grpo_steps(trainer, model, reward_column=0)
     # Some episodes reached the goal and some did not, so some groups' advantages are non-zero.
     assert {score for scores in spy.env_scores for score in scores} == {0.0, 1.0}
     assert any(batch["advantages"].abs().sum() > 0 for batch in spy.batches)
-    assert changed(model, before), "GRPO steps with non-zero advantages left every parameter as it was"
+    assert moved, "GRPO steps with non-zero advantages left every parameter as it was"
     for batch in spy.batches:
         assert_env_tokens_masked(batch, tokenizer, r"\n\n[SP] ")  # the lake's top row opens every observation
     replies = [

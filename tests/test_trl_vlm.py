@@ -35,7 +35,7 @@ pytest.importorskip("PIL")
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
-from test_trl import Spy, changed, grpo_config, snapshot  # noqa: E402
+from test_trl import grpo_config, train_two_grpo_steps  # noqa: E402
 from tiny_vlm import build_tiny_llava, build_tiny_qwen2_vl, image_only_qwen2_vl_processor  # noqa: E402
 from transformers import AutoModelForImageTextToText, AutoProcessor  # noqa: E402
 from transformers.utils import get_json_schema  # noqa: E402
@@ -218,15 +218,9 @@ def test_tool_results_carry_screenshots_into_grpo(qwen_folder: Path, tmp_path: P
     ]
     teach(model, processor, chats, replies, [get_json_schema(tool) for tool in trainer.tools])
 
-    spy = Spy(trainer)
     recorder = PixelRecorder(model)
-    before = snapshot(model)
-    trainer.train()
-
-    assert len(spy.rewards) == 2
-    for rewards, scores in zip(spy.rewards, spy.env_scores):
-        assert rewards[:, 1].tolist() == pytest.approx(scores)  # get_reward: the env's score
-    assert changed(model, before), "GRPO steps with non-zero advantages left every parameter as it was"
+    spy, moved = train_two_grpo_steps(trainer, model, reward_column=1)  # get_reward: the env's score
+    assert moved, "GRPO steps with non-zero advantages left every parameter as it was"
     # Tool results brought images: the loss pass had more images than prompts, their tokens masked out.
     image_token = processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
     assert any(sum(batch["num_images"]) > len(batch["num_images"]) for batch in spy.batches)
@@ -261,16 +255,10 @@ def test_rollout_func_prompt_carries_the_first_screenshot(llava_folder: Path, tm
         args=grpo_config(tmp_path / "out", per_device_train_batch_size=8, max_completion_length=512),
         **kwargs,
     )
-    spy = Spy(trainer)
     recorder = PixelRecorder(model)
-    before = snapshot(model)
-    trainer.train()
-
-    assert len(spy.rewards) == 2
-    for rewards, scores in zip(spy.rewards, spy.env_scores):
-        assert rewards[:, 0].tolist() == pytest.approx(scores)
+    spy, moved = train_two_grpo_steps(trainer, model, reward_column=0)
     assert {score for scores in spy.env_scores for score in scores} == {0.0, 1.0}
-    assert changed(model, before), "GRPO steps with non-zero advantages left every parameter as it was"
+    assert moved, "GRPO steps with non-zero advantages left every parameter as it was"
     image_token = processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
     for batch in spy.batches:
         assert batch["num_images"] == [1] * 8  # the prompt's screenshot, in the loss pass
