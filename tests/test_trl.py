@@ -106,6 +106,19 @@ def changed(model: Any, before: dict[str, torch.Tensor]) -> list[str]:
     return [name for name, value in model.named_parameters() if name in before and not torch.equal(value, before[name])]
 
 
+def padded_rows(rows: list[tuple[list[int], list[int]]], pad_id: int) -> tuple[Any, Any, Any]:
+    """(prompt ids, reply ids) rows as right-padded input ids, labels on the replies only, and the attention mask."""
+    width = max(len(prompt) + len(reply) for prompt, reply in rows)
+    input_ids = torch.full((len(rows), width), pad_id)
+    labels = torch.full((len(rows), width), -100)
+    attention = torch.zeros((len(rows), width), dtype=torch.long)
+    for index, (prompt, reply) in enumerate(rows):
+        ids = torch.tensor(prompt + reply)
+        input_ids[index, : len(ids)], attention[index, : len(ids)] = ids, 1
+        labels[index, len(prompt) : len(ids)] = torch.tensor(reply)
+    return input_ids, labels, attention
+
+
 def train_two_grpo_steps(trainer: Any, model: Any, reward_column: int) -> tuple[Spy, bool]:
     """Run ``trainer`` (two GRPO steps); each step's reward column ``reward_column`` must be the episodes'
     scores. The spy and whether any parameter moved."""
@@ -203,14 +216,7 @@ def teach_random_moves(model: Any, tokenizer: Any, env_id: str, tasks: list[int]
         for direction in DIRECTIONS:
             reply = tokenizer.encode(f"Action: {direction}", add_special_tokens=False) + [tokenizer.eos_token_id]
             rows.append((list(prompt), reply))
-    width = max(len(prompt) + len(reply) for prompt, reply in rows)
-    input_ids = torch.full((len(rows), width), tokenizer.pad_token_id)
-    labels = torch.full((len(rows), width), -100)
-    attention = torch.zeros((len(rows), width), dtype=torch.long)
-    for index, (prompt, reply) in enumerate(rows):
-        ids = torch.tensor(prompt + reply)
-        input_ids[index, : len(ids)], attention[index, : len(ids)] = ids, 1
-        labels[index, len(prompt) : len(ids)] = torch.tensor(reply)
+    input_ids, labels, attention = padded_rows(rows, tokenizer.pad_token_id)
     torch.manual_seed(0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     model.train()

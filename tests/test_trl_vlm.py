@@ -35,7 +35,7 @@ pytest.importorskip("PIL")
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
-from test_trl import grpo_config, train_two_grpo_steps  # noqa: E402
+from test_trl import grpo_config, padded_rows, train_two_grpo_steps  # noqa: E402
 from tiny_vlm import build_tiny_llava, build_tiny_qwen2_vl, image_only_qwen2_vl_processor  # noqa: E402
 from transformers import AutoModelForImageTextToText, AutoProcessor  # noqa: E402
 from transformers.utils import get_json_schema  # noqa: E402
@@ -125,14 +125,7 @@ def teach(model: Any, processor: Any, chats: list[list[dict]], replies: list[str
             reply_ids = tokenizer.encode(reply, add_special_tokens=False) + [tokenizer.eos_token_id]
             rows.append((features["input_ids"][0].tolist(), reply_ids))
             images.append({key: features[key] for key in ("pixel_values", "image_grid_thw") if key in features})
-    width = max(len(prompt) + len(reply) for prompt, reply in rows)
-    input_ids = torch.full((len(rows), width), tokenizer.pad_token_id)
-    labels = torch.full((len(rows), width), -100)
-    attention = torch.zeros((len(rows), width), dtype=torch.long)
-    for index, (prompt, reply) in enumerate(rows):
-        ids = torch.tensor(prompt + reply)
-        input_ids[index, : len(ids)], attention[index, : len(ids)] = ids, 1
-        labels[index, len(prompt) : len(ids)] = torch.tensor(reply)
+    input_ids, labels, attention = padded_rows(rows, tokenizer.pad_token_id)
     inputs = {key: torch.cat([image[key] for image in images]) for key in images[0]}
     if "image_grid_thw" in inputs:  # Qwen-VL: image tokens marked for the M-RoPE positions
         inputs["mm_token_type_ids"] = (input_ids == model.config.image_token_id).long()
