@@ -41,6 +41,14 @@ window.onload = () => {
 </script></body></html>"""
 
 
+#: Ready elements beside ones that refuse an action: a disabled button and a read-only field.
+READY = b"""<!doctype html><html><body>
+<input id="name" placeholder="your name"> <button onclick="document.title = 'sent'">Send</button>
+<button disabled onclick="document.title = 'disabled clicked'">Disabled</button>
+<input readonly value="fixed" placeholder="read only">
+</body></html>"""
+
+
 def _png() -> bytes:
     from PIL import Image
 
@@ -72,7 +80,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(PNG)
             return
-        body = {"/": FORM, "/images": IMAGES}.get(self.path, b"<html><body><p>The other page</p></body></html>")
+        body = {"/": FORM, "/images": IMAGES, "/ready": READY}.get(
+            self.path, b"<html><body><p>The other page</p></body></html>"
+        )
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
         self.send_header("Content-Length", str(len(body)))
@@ -180,6 +190,27 @@ def test_a_goto_has_the_page_timeout_not_the_action_timeout(site: str) -> None:
     env.close()
 
 
+def test_an_action_timeout_the_machine_used_up_is_not_the_agents(site: str) -> None:
+    """Playwright's actionability wait measures wall time: on a loaded machine it can run out before the
+    browser even finds a ready element. A 1 ms action timeout (every wait runs out) stands for that: ready
+    elements still take clicks and text; a disabled button and a read-only field still refuse them."""
+    from agentgym.browser.env import LiveSiteEnv
+
+    env = LiveSiteEnv(site + "/ready", "Send your name.", action_timeout_s=0.001, page_timeout_s=20.0)
+    observation, _ = env.reset()
+    observation, _, _, _, info = env.step(f'type({element_id(observation, "your name")}, "Ada")')
+    assert not info["invalid_action"], observation["text"]
+    observation, _, _, _, info = env.step(f"click({element_id(observation, 'Send')})")
+    assert not info["invalid_action"] and env.evaluate("document.title") == "sent", observation["text"]
+    disabled, read_only = element_id(observation, "Disabled"), element_id(observation, "read only")
+    observation, _, _, _, info = env.step(f"click({disabled})")
+    assert info["invalid_action"] and "Timeout 1ms exceeded" in observation["text"]
+    assert env.evaluate("document.title") == "sent"
+    observation, _, _, _, info = env.step(f'type({read_only}, "changed")')
+    assert info["invalid_action"] and info["browser_error"] is None
+    env.close()
+
+
 def test_crashed_renderer_is_recycled_and_reported(site: str) -> None:
     from agentgym.browser.env import LiveSiteEnv
 
@@ -276,7 +307,8 @@ def test_64_concurrent_episodes() -> None:
         thread.join(300)
     assert not any(thread.is_alive() for thread in threads), "an episode hung"
     assert len(results) == 64
-    assert all(success and error is None for success, error in results), results
+    failed = [(success, error) for success, error in results if not success or error is not None]
+    assert not failed, failed
     print(f"64 concurrent click-button episodes in {time.monotonic() - start:.1f} s")
 
 

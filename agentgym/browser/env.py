@@ -217,9 +217,7 @@ class BrowserEnv(TextEnv):
         else:
             commands = ACTION_SYNTAX
         return (
-            commands
-            + ("\n" + GOTO_SYNTAX if self.allow_goto else "")
-            + ("\n" + TAB_SYNTAX if self.allow_tabs else "")
+            commands + ("\n" + GOTO_SYNTAX if self.allow_goto else "") + ("\n" + TAB_SYNTAX if self.allow_tabs else "")
         )
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -272,6 +270,7 @@ class BrowserEnv(TextEnv):
         except ValueError as error:
             raise InvalidAction(str(error)) from None
         timeout_ms = self.action_timeout_s * 1000
+        timeouts = {"timeout_ms": timeout_ms, "retry_timeout_ms": self.page_timeout_s * 1000 / 2}
 
         async def act(page: Any) -> str:
             if parsed.name in TAB_COMMANDS:  # acts on the tabs, not on the page
@@ -285,13 +284,13 @@ class BrowserEnv(TextEnv):
                 feedback = ""
                 try:
                     async with page.context.expect_page(timeout=timeout_ms) as opened:
-                        feedback = await perform(page, parsed, timeout_ms=timeout_ms)
+                        feedback = await perform(page, parsed, **timeouts)
                     tab = await opened.value  # the tab is shown (Tab records pages a site opens)
                     await tab.wait_for_load_state()
                     return feedback + " It opened in a new tab."
                 except PlaywrightTimeout:  # the page kept the click to itself
                     return feedback or ("Clicked." if parsed.name == "click_at" else f"Clicked [{parsed.args[0]}].")
-            feedback = await perform(page, parsed, timeout_ms=timeout_ms)
+            feedback = await perform(page, parsed, **timeouts)
             return feedback + await self._after_action(page, parsed)
 
         try:

@@ -753,12 +753,54 @@ _REACHABLE_JS = """e => {
 }"""
 
 
-async def perform(page: Any, command: Command, *, timeout_ms: float = 5000) -> str:
+#: Whether an element can take an action now: shown, enabled and, for typing (the argument), editable.
+_ACTIONABLE_JS = """(e, typing) => {
+  const box = e.getBoundingClientRect();
+  if (box.width === 0 || box.height === 0 || getComputedStyle(e).visibility === 'hidden') return false;
+  if (e.disabled || e.closest('fieldset[disabled]') !== null) return false;
+  return !typing || e.isContentEditable || (['INPUT', 'TEXTAREA'].includes(e.tagName) && !e.readOnly);
+}"""
+
+
+#: Playwright's log line once a pointer action has been sent to the page.
+_PERFORMED = re.compile(r"performing \w+ action")
+
+
+async def _patiently(
+    attempt: Callable[[float], Awaitable[Any]],
+    element: Any,
+    *,
+    typing: bool,
+    timeout_ms: float,
+    retry_timeout_ms: float,
+) -> None:
+    """``await attempt(timeout_ms)``, Playwright's action on ``element`` with that timeout.
+
+    Its actionability wait measures wall time, so on a loaded machine it can run out while the page is
+    ready (the timeout's log then ends at "waiting for locator"). A timeout while the element is actionable
+    now is the machine's, not the agent's: the action is tried once more with ``retry_timeout_ms``. A
+    timeout after Playwright performed the action (waiting for a navigation it started) is the action done.
+    """
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        await attempt(timeout_ms)
+        return
+    except PlaywrightTimeout as error:
+        if _PERFORMED.search(str(error)):  # the pointer went to the page; the wait after it is the page's
+            return
+        if not await element.evaluate(_ACTIONABLE_JS, typing):
+            raise
+    await attempt(retry_timeout_ms)
+
+
+async def perform(page: Any, command: Command, *, timeout_ms: float = 5000, retry_timeout_ms: float = 30_000) -> str:
     """Execute ``command`` on ``page`` and return a short feedback line.
 
     Raises :class:`ElementError` when the element is missing or refuses the action
-    (Playwright's actionability checks time out after ``timeout_ms``; ``goto``, a page load, has the
-    tab's page timeout).
+    (Playwright's actionability checks time out after ``timeout_ms``; an element actionable when that
+    happens gets one more try with ``retry_timeout_ms``, see :func:`_patiently`; ``goto``, a page load,
+    has the tab's page timeout).
     """
     from playwright.async_api import Error as PlaywrightError
 
@@ -767,18 +809,20 @@ async def perform(page: Any, command: Command, *, timeout_ms: float = 5000) -> s
         locator = page.locator(f'[data-bid="{args[0]}"]')
         if await locator.count() == 0:
             raise ElementError(f"there is no element [{args[0]}] on the page (it may have vanished)")
+        element = locator.first
+        timeouts = {"timeout_ms": timeout_ms, "retry_timeout_ms": retry_timeout_ms}
         try:
             if name == "click":
-                if await locator.first.evaluate(_REACHABLE_JS):
-                    await locator.first.click(timeout=timeout_ms)
+                if await element.evaluate(_REACHABLE_JS):
+                    await _patiently(lambda limit: element.click(timeout=limit), element, typing=False, **timeouts)
                     return f"Clicked [{args[0]}]."
-                await locator.first.evaluate("e => e.click()")  # as MiniWoB's own element click does
+                await element.evaluate("e => e.click()")  # as MiniWoB's own element click does
                 return f"Clicked [{args[0]}] (another element covers it: the click went to it directly)."
             if name == "type":
-                await locator.first.fill(args[1], timeout=timeout_ms)
+                await _patiently(lambda limit: element.fill(args[1], timeout=limit), element, typing=True, **timeouts)
                 return f"Typed {args[1]!r} into [{args[0]}]."
             wanted = [args[1]] if isinstance(args[1], str) else args[1]
-            options = await locator.first.evaluate(
+            options = await element.evaluate(
                 "e => e.options ? Array.from(e.options).map(o => [o.textContent.trim(), o.value]) : null"
             )
             if options is None:
@@ -786,7 +830,9 @@ async def perform(page: Any, command: Command, *, timeout_ms: float = 5000) -> s
             values = [next((v for label, v in options if wanted_one in (label, v)), None) for wanted_one in wanted]
             if None in values:
                 raise ElementError(f"[{args[0]}] has no option {wanted[values.index(None)]!r}")
-            await locator.first.select_option(value=values, timeout=timeout_ms)
+            await _patiently(
+                lambda limit: element.select_option(value=values, timeout=limit), element, typing=False, **timeouts
+            )
             return f"Selected {args[1]!r} in [{args[0]}]."
         except PlaywrightError as error:
             lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
