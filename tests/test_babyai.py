@@ -177,3 +177,32 @@ def test_oracle_finishes_after_random_detours(env_id: str) -> None:
             if terminated or truncated:
                 break
         assert info["success"], f"{env_id} task {task_id}: oracle failed after detours"
+
+
+def test_resets_on_threads_keep_the_process_stdout(capfd: pytest.CaptureFixture[str]) -> None:
+    """minigrid prints each rejected sample of a level's generation (BabyAI-GoTo-v0's tasks 1, 3, 5, ...
+    reject some): a reset keeps those prints out of stdout in its own thread only. Swapping sys.stdout for
+    the process instead made envs on threads restore each other's buffers, and stdout was lost for good."""
+    import sys
+    import threading
+
+    stdout = sys.stdout
+    envs = [gym.make("BabyAI-Text-GoTo-v0") for _ in range(8)]
+
+    def play(env: gym.Env) -> None:
+        for task_id in (1, 3, 5, 6, 9, 10, 11, 12):
+            env.reset(options={"task_id": task_id})
+
+    threads = [threading.Thread(target=play, args=(env,)) for env in envs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sys.stdout is stdout
+    from minigrid.envs.babyai.core import roomgrid_level
+
+    roomgrid_level.print("Sampling rejected: outside a reset this still prints")
+    print("the process still prints")
+    out = capfd.readouterr().out
+    assert "the process still prints" in out and "outside a reset this still prints" in out
+    assert out.count("Sampling rejected") == 1

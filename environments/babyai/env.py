@@ -33,12 +33,15 @@ when it missed steps), so it also finishes episodes that others started.
 
 from __future__ import annotations
 
-import contextlib
-import io
+import builtins
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
 import minigrid  # noqa: F401  (registers the BabyAI levels with Gymnasium)
+from minigrid.envs.babyai.core import roomgrid_level
 from minigrid.utils.baby_ai_bot import BabyAIBot
 
 from agentgym.core import InvalidAction, TextEnv
@@ -50,6 +53,31 @@ AGENT_X, AGENT_Y = VIEW // 2, VIEW - 1
 ACTIONS = {"turn left": 0, "turn right": 1, "go forward": 2, "pick up": 3, "drop": 4, "toggle": 5}
 ACTION_NAMES = {number: name for name, number in ACTIONS.items()}
 ALIASES = ACTIONS | {"left": 0, "right": 1, "forward": 2, "move forward": 2, "pickup": 3}
+
+_generating = threading.local()
+
+
+def _level_print(*args: Any, **kwargs: Any) -> None:
+    """minigrid's levels print each rejected sample of their generation ("Sampling rejected: ..."): silent
+    while this thread generates a task (:func:`_quiet_generation`), ``print`` otherwise."""
+    if not getattr(_generating, "active", False):
+        builtins.print(*args, **kwargs)
+
+
+# The module's own name ``print`` (its global, looked up before the builtin) is the thread-aware one above.
+# contextlib.redirect_stdout would swap sys.stdout for the whole process: envs resetting on several threads
+# restored each other's buffers, and the process's stdout stayed a buffer for good (its prints vanished).
+roomgrid_level.print = _level_print  # type: ignore[attr-defined]
+
+
+@contextmanager
+def _quiet_generation() -> Iterator[None]:
+    """Silence minigrid's rejection-sampling prints in this thread only."""
+    _generating.active = True
+    try:
+        yield
+    finally:
+        _generating.active = False
 
 
 class BabyAITextEnv(TextEnv):
@@ -81,8 +109,7 @@ class BabyAITextEnv(TextEnv):
         )
 
     def _generate(self, task_id: int) -> str:
-        # Rejection sampling inside minigrid prints "Sampling rejected: ..." to stdout.
-        with contextlib.redirect_stdout(io.StringIO()):
+        with _quiet_generation():  # minigrid's rejection sampling prints "Sampling rejected: ..."
             self.world.reset(seed=task_id)
         self.babyai_reward = 0.0
         self._bot, self._bot_step, self._last_action, self._suggestion = None, -1, None, None
