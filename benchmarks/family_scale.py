@@ -15,15 +15,18 @@ them sees the observations one env alone sees, and none raises.
 
     python benchmarks/family_scale.py                           # every family; writes results/family_scale.*
     python benchmarks/family_scale.py --family sokoban --levels 1 16 --no-write
+    python benchmarks/family_scale.py --family textworld alfworld --merge  # these rows; keep the others
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import random
 import statistics
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -86,7 +89,9 @@ def scripted_episode(env: gym.Env, task_id: int, steps: int) -> list[str]:
 
 
 def thread_safety(env_id: str, envs: int, steps: int) -> str:
-    """``"yes"`` when ``envs`` envs on threads play what one env plays alone, else what differed."""
+    """``"yes"`` when ``envs`` envs on threads play what one env plays alone and leave the process's
+    ``sys.stdout`` and ``sys.stderr`` as they found them, else what differed."""
+    streams = sys.stdout, sys.stderr
     made = [gym.make(env_id) for _ in range(envs)]
     try:
         task_id = pool_tasks(made[0], 1)[0]
@@ -96,6 +101,9 @@ def thread_safety(env_id: str, envs: int, steps: int) -> str:
     finally:
         for env in made:
             env.close()
+    if (sys.stdout, sys.stderr) != streams:  # a process-wide swap (redirect_stdout) that threads undo out of order
+        sys.stdout, sys.stderr = streams
+        return "no: the envs replaced the process's sys.stdout or sys.stderr"
     errors = [result for result in results if isinstance(result, str)]
     if errors:
         return f"no: {errors[0][:120]}"
@@ -208,9 +216,9 @@ def table(results: list[dict[str, Any]], levels: list[int]) -> str:
     header = (
         "| family | id | "
         + " | ".join(f"steps/s at {n}" for n in levels)
-        + " | reset (median) | memory per extra env | thread-safe (checked) | limit |"
+        + " | reset (median) | memory per extra env | thread-safe (checked) | limit | load average |"
     )
-    rows = [header, "|" + "---|" * (len(levels) + 6)]
+    rows = [header, "|" + "---|" * (len(levels) + 7)]
     for result in results:
         by_count = {level["envs"]: level for level in result["levels"]}
         cells = []
@@ -231,9 +239,19 @@ def table(results: list[dict[str, Any]], levels: list[int]) -> str:
             + " | ".join(cells)
             + f" | {min(resets):,.1f}–{max(resets):,.1f} ms | "
             + (f"{memory:,.1f} MiB" if memory is not None else "—")
-            + f" | {result['thread_safe']} | {limit} |"
+            + f" | {result['thread_safe']} | {limit} | {result.get('load_average', '—')} |"
         )
     return "\n".join(rows)
+
+
+def merged(measured: list[dict[str, Any]], config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The recorded results (``results/family_scale.json``) with the rows of ``measured`` replacing theirs,
+    in the order of the YAML's families."""
+    recorded = Path(__file__).parent / "results" / "family_scale.json"
+    rows = {row["id"]: row for row in (json.loads(recorded.read_text()) if recorded.exists() else [])}
+    rows.update({row["id"]: row for row in measured})
+    order = [entry["id"] for entry in config["families"]]
+    return sorted(rows.values(), key=lambda row: order.index(row["id"]) if row["id"] in order else len(order))
 
 
 def main() -> None:
@@ -241,6 +259,9 @@ def main() -> None:
     parser.add_argument("--family", nargs="*", help="only these families (by family name or id)")
     parser.add_argument("--levels", nargs="*", type=int, help="concurrency levels (default: the YAML's)")
     parser.add_argument("--no-write", action="store_true", help="print only; do not write results/")
+    parser.add_argument(
+        "--merge", action="store_true", help="keep the recorded rows of the families not measured now (results/*.json)"
+    )
     args = parser.parse_args()
     config = yaml.safe_load(CONFIG.read_text())
     levels = args.levels or config["levels"]
@@ -251,16 +272,20 @@ def main() -> None:
     ]
     results = []
     for entry in entries:
+        load = os.getloadavg()[0]
         try:
-            results.append(measure_family(entry, config, levels))
+            results.append(measure_family(entry, config, levels) | {"load_average": round(load, 1)})
         except Exception as error:  # one family's missing data or engine must not end the table
             print(f"{entry['id']}: not measured ({type(error).__name__}: {error})", flush=True)
+    if args.merge:
+        results = merged(results, config)
     text = table(results, levels)
     print(text)
     if not args.no_write:
         setup = (
             f"one process, N envs stepped on N threads for {config['step_window_s']} s per level with random "
-            "legal commands; memory: the process tree's proportional set size"
+            "legal commands; memory: the process tree's proportional set size; load average: the machine's "
+            "1-minute load when the family was measured (other jobs ran beside some rows)"
         )
         title = "Per-family scale: steps/s by concurrency, reset, memory, thread safety"
         record("family_scale", title, setup, text, results)
