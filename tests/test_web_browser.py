@@ -193,12 +193,14 @@ def test_a_goto_has_the_page_timeout_not_the_action_timeout(site: str) -> None:
 def test_an_action_timeout_the_machine_used_up_is_not_the_agents(site: str) -> None:
     """Playwright's actionability wait measures wall time: on a loaded machine it can run out before the
     browser even finds a ready element. A 1 ms action timeout (every wait runs out) stands for that: ready
-    elements still take clicks and text; a disabled button and a read-only field still refuse them."""
+    elements still take clicks, text and keys; a disabled button and a read-only field still refuse them."""
     from agentgym.browser.env import LiveSiteEnv
 
     env = LiveSiteEnv(site + "/ready", "Send your name.", action_timeout_s=0.001, page_timeout_s=20.0)
     observation, _ = env.reset()
     observation, _, _, _, info = env.step(f'type({element_id(observation, "your name")}, "Ada")')
+    assert not info["invalid_action"], observation["text"]
+    observation, _, _, _, info = env.step("press(End)")  # to the focused field
     assert not info["invalid_action"], observation["text"]
     observation, _, _, _, info = env.step(f"click({element_id(observation, 'Send')})")
     assert not info["invalid_action"] and env.evaluate("document.title") == "sent", observation["text"]

@@ -762,8 +762,8 @@ _ACTIONABLE_JS = """(e, typing) => {
 }"""
 
 
-#: Playwright's log line once a pointer action has been sent to the page.
-_PERFORMED = re.compile(r"performing \w+ action")
+#: Playwright's log lines once an action may have reached the page: a pointer action sent, a key press begun.
+_PERFORMED = re.compile(r"performing \w+ action|elementHandle\.press\(")
 
 
 async def _patiently(
@@ -779,7 +779,8 @@ async def _patiently(
     Its actionability wait measures wall time, so on a loaded machine it can run out while the page is
     ready (the timeout's log then ends at "waiting for locator"). A timeout while the element is actionable
     now is the machine's, not the agent's: the action is tried once more with ``retry_timeout_ms``. A
-    timeout after Playwright performed the action (waiting for a navigation it started) is the action done.
+    timeout after Playwright sent the action (waiting for a navigation it started) is the action done: it is
+    not sent twice.
     """
     from playwright.async_api import TimeoutError as PlaywrightTimeout
 
@@ -839,12 +840,22 @@ async def perform(page: Any, command: Command, *, timeout_ms: float = 5000, retr
             detail = lines[0] + (f" ({lines[-1]})" if len(lines) > 1 else "")
             raise ElementError(f"[{args[0]}] cannot be used this way: {detail[:300]}") from None
     if name == "press":
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
         try:
             focused = page.locator("*:focus")
             if await focused.count() == 1:  # a locator's press waits for a navigation it starts
-                await focused.press(args[0], timeout=timeout_ms)
+                await _patiently(
+                    lambda limit: focused.press(args[0], timeout=limit),
+                    focused,
+                    typing=False,
+                    timeout_ms=timeout_ms,
+                    retry_timeout_ms=retry_timeout_ms,
+                )
             else:
                 await page.keyboard.press(args[0])
+        except PlaywrightTimeout as error:
+            raise ElementError(f"the focused element did not take {args[0]!r}: {_first_line(error)}") from None
         except PlaywrightError:
             raise ElementError(f"unknown key {args[0]!r}") from None
         return f"Pressed {args[0]}."
