@@ -178,6 +178,8 @@ def measure_family(entry: dict[str, Any], config: dict[str, Any], levels: list[i
     if registered is not None and registered == limit and "why" not in entry:
         why = f"its registered max_concurrency ({registered})"
     result: dict[str, Any] = {"family": entry["family"], "id": env_id, "limit": limit, "why": why, "levels": []}
+    if "note" in entry:
+        result["note"] = entry["note"]
     for count in levels:
         if count > limit:
             break
@@ -234,8 +236,9 @@ def table(results: list[dict[str, Any]], levels: list[int]) -> str:
         limit = f"{result['limit']}" + (f": {result['why']}" if result["why"] else "")
         if "skipped" in result:
             limit += f" (stopped: {result['skipped']})"
+        note = f" ({result['note']})" if "note" in result else ""
         rows.append(
-            f"| {result['family']} | {result['id']} | "
+            f"| {result['family']} | {result['id']}{note} | "
             + " | ".join(cells)
             + f" | {min(resets):,.1f}–{max(resets):,.1f} ms | "
             + (f"{memory:,.1f} MiB" if memory is not None else "—")
