@@ -244,10 +244,51 @@ def test_accessibility_tree_lists_the_editor_and_its_bus_is_cleaned_up() -> None
     try:
         observation, _ = env.reset(options={"task_id": 19})
         token = env.unwrapped.session.token
+        # A second reset kills the apps and the AT-SPI bus the first one started: its address must not outlive it.
+        again, _ = env.reset(options={"task_id": 36})  # the spreadsheet
+        screen = env.unwrapped.accessible_screen()
     finally:
         env.close()
     assert 'application "mousepad"' in observation["text"] and 'menu "File"' in observation["text"], observation["text"]
+    assert 'application "gnumeric"' in again["text"], again["text"]
+    assert screen["window"] == "gnumeric: book.gnumeric - Gnumeric", screen["window"]
+    save = next(node for node in screen["nodes"] if node["role"] == "push button" and node["name"] == "Save")
+    assert save["reachable"] and save["icon"] and len(save["box"]) == 4
     assert not processes_with_token(token)
+
+
+def _node(parent: int, role: str, name: str = "", box=None, **fields) -> dict:
+    return {"parent": parent, "role": role, "name": name, "box": box, "depth": 0, **fields}
+
+
+def test_reachable_nodes_lie_in_the_top_layer_uncovered_and_in_view() -> None:
+    """The accessibility tree's geometry (no X server): a dialog over its main window, an open menu's popup,
+    a row scrolled out of its list's view, a node another one overlaps."""
+    from agentgym.environments.desktop.onscreen import reachable, top_layer
+
+    main = [
+        _node(-1, "application", "gnumeric"),
+        _node(0, "frame", "book - Gnumeric", [0, 0, 800, 600]),
+        _node(1, "menu bar", "", [0, 0, 800, 25]),
+        _node(2, "menu", "File", [0, 0, 40, 25]),
+        _node(1, "push button", "Save", [80, 30, 40, 30]),
+        _node(1, "scroll pane", "", [0, 100, 400, 100]),
+        _node(5, "table cell", "shown", [0, 100, 400, 20]),
+        _node(5, "table cell", "scrolled away", [0, 190, 400, 20]),
+        _node(1, "label", "under", [500, 300, 50, 20]),
+        _node(1, "label", "over", [520, 305, 50, 20]),
+    ]
+    assert top_layer(main) == (1, "gnumeric: book - Gnumeric")
+    assert reachable(main, 800, 600) == [False, True, True, True, True, True, True, False, False, False]
+    dialog = main + [
+        _node(0, "dialog", "Print", [200, 200, 300, 200], active=True),
+        _node(10, "push button", "Cancel", [300, 350, 80, 30]),
+    ]
+    assert top_layer(dialog) == (10, "gnumeric: Print")
+    assert [index for index, reached in enumerate(reachable(dialog, 800, 600)) if reached] == [10, 11]
+    menu = main + [_node(3, "menu item", "New", [0, 25, 200, 25]), _node(3, "menu item", "Open", [0, 50, 200, 25])]
+    assert top_layer(menu) == (3, "gnumeric: book - Gnumeric > File")
+    assert [index for index, reached in enumerate(reachable(menu, 800, 600)) if reached] == [10, 11]
 
 
 ROOT_WITHOUT_SETGID = """

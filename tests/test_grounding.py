@@ -1,8 +1,9 @@
 """The grounding family: tasks read from the built cache, exact boxes, unambiguous descriptions, split by page.
 
-The sources (MiniWoB++ task pages, WebShop's website) are built once per machine (file-locked, into the
-agentgym cache; a cold build renders about a thousand MiniWoB++ pages and a few hundred WebShop pages in
-Chromium) and shared by these tests and the contract test; everything here then reads them. The description
+The sources (MiniWoB++ task pages, WebShop's website, the desktop's Mousepad and Gnumeric windows) are built once
+per machine (file-locked, into the agentgym cache; a cold build renders about a thousand MiniWoB++ pages and a few
+hundred WebShop pages in Chromium, and three dozen desktop windows) and shared by these tests and the contract test;
+everything here then reads them. The description
 rules are checked on hand-made elements; a few cached pages are rendered again to check that their boxes and
 phrases are the page's own.
 """
@@ -120,6 +121,44 @@ def test_pick_takes_kinds_in_turn_and_an_element_at_most_twice() -> None:
     assert len({id(description.element) for description in first}) == 3  # distinct elements first
 
 
+def test_accessibility_nodes_become_elements_by_the_sources_roles() -> None:
+    """A desktop's nodes: a mapped role is an element (a target where reachable), its name what it shows unless
+    it shows an icon or is a field; a window's title counts against ambiguity but is never a target."""
+    from agentgym.environments.grounding.capture import accessible_elements
+
+    spec = dataset.source_spec("Desktop")
+    nodes = [
+        {"parent": -1, "role": "application", "name": "gnumeric", "box": None},
+        {"parent": 0, "role": "dialog", "name": "Print", "box": [100, 100, 400, 300]},
+        {"parent": 1, "role": "push button", "name": "Print", "box": [400, 350, 80, 30], "reachable": True},
+        {
+            "parent": 1,
+            "role": "push button",
+            "name": "Save",
+            "box": [110, 110, 30, 30],
+            "icon": True,
+            "reachable": True,
+        },
+        {"parent": 1, "role": "text", "name": "Pages", "box": [200, 200, 100, 30], "reachable": True},
+        {"parent": 1, "role": "filler", "name": "", "box": [100, 120, 400, 200], "reachable": True},
+        {"parent": 1, "role": "label", "name": "Copies", "box": [200, 250, 60, 20], "reachable": False},
+    ]
+    elements = accessible_elements(nodes, spec["roles"], spec["label_roles"])
+    assert [(e.role, e.text, e.label, e.hit, e.target) for e in elements] == [
+        ("text", "Print", "", False, False),
+        ("button", "Print", "", True, True),
+        ("button", "", "Save", True, True),
+        ("text field", "", "Pages", True, True),
+        ("text", "Copies", "", False, True),
+    ]
+    found = phrases(elements)
+    assert 'the "Print" button' not in found  # the dialog's title shows "Print" too
+    assert found['the button labelled "Save"'].box == (110, 110, 30, 30)
+    assert found["the text field"].box == (200, 200, 100, 30)  # its name is a label, not shown text
+    assert not any('"Pages"' in phrase for phrase in found if "labelled" not in phrase)
+    assert not any('"Copies"' in phrase for phrase in found)  # under another window: not reachable
+
+
 def test_pixel_share_counts_the_integer_points_in_the_box() -> None:
     box = [10.5, 20.0, 3.0, 2.0]  # x in 11..13, y in 20..21
     inside = sum(in_box(x, y, box) for x in range(30) for y in range(30))
@@ -181,7 +220,7 @@ def test_the_near_duplicate_measure_tells_twins_from_other_pages() -> None:
 #: places on every item page, the same list layout on every results page): a test item page lies about 0.12
 #: from a train item page of another product (docs/envs/grounding.md); its content is new, its layout is not.
 #: Checked there: no page shows up again in another split (a second task's search page would lie near 0).
-UNSEEN_FROM_TRAIN = {"MiniWoB": similarity.NEAR_DUPLICATE, "WebShop": 0.1}
+UNSEEN_FROM_TRAIN = {"MiniWoB": similarity.NEAR_DUPLICATE, "WebShop": 0.1, "Desktop": similarity.NEAR_DUPLICATE}
 
 
 def test_no_test_or_dev_page_has_a_near_duplicate_in_train(every_source) -> None:
@@ -396,3 +435,135 @@ def test_build_workers_come_from_the_environment_or_the_cores(monkeypatch) -> No
             dataset.build_workers()
     monkeypatch.delenv(dataset.WORKERS_VARIABLE)
     assert 1 <= dataset.build_workers() <= 4
+
+
+#: Run by Debian's python3 in a desktop's session: for each point, the box of the deepest accessible node the app
+#: itself finds there (AT-SPI's hit test, ``get_accessible_at_point``), from the screen's top layer down: an open
+#: menu's popup, else the active window (where GTK's notebook answers nothing for a point on a tab's page, the
+#: tab's page that holds the point).
+HIT_TEST = """
+import json, sys
+import gi
+gi.require_version("Atspi", "2.0")
+from gi.repository import Atspi
+
+SCREEN, SHOWING, ACTIVE = Atspi.CoordType.SCREEN, Atspi.StateType.SHOWING, Atspi.StateType.ACTIVE
+
+
+def children(node):
+    return [child for child in (node.get_child_at_index(i) for i in range(node.get_child_count())) if child]
+
+
+def open_menu(node):
+    found = None
+    for child in children(node):
+        if not child.get_state_set().contains(SHOWING):
+            continue
+        if child.get_role_name() == "menu" and any(
+            item.get_state_set().contains(SHOWING) and item.get_role_name().endswith("menu item")
+            for item in children(child)
+        ):
+            found = child
+        found = open_menu(child) or found
+    return found
+
+
+desktop = Atspi.get_desktop(0)
+windows = [window for app in children(desktop) for window in children(app) if window.get_state_set().contains(SHOWING)]
+menus = [menu for menu in map(open_menu, windows) if menu]
+active = [window for window in windows if window.get_state_set().contains(ACTIVE)]
+root = menus[-1] if menus else (active or windows)[-1]
+
+
+def showing(node):
+    return node.get_state_set().contains(SHOWING)
+
+
+def contains(node, x, y):
+    box = node.get_extents(SCREEN)
+    return showing(node) and box.x <= x < box.x + box.width and box.y <= y < box.y + box.height
+
+
+def deeper(node, x, y):
+    child = Atspi.Component.get_accessible_at_point(node, x, y, SCREEN)
+    if child is not None and child != node and contains(child, x, y):  # a page tab answers its page, wherever
+        return child
+    # GTK's notebook answers nothing for a point on a tab's page: the page is the tab's child, drawn below it.
+    tabs = [tab for tab in children(node) if tab.get_role_name() == "page tab" and showing(tab)]
+    pages = [page for tab in tabs for page in children(tab) if contains(page, x, y)]
+    return pages[-1] if pages else None
+
+
+boxes = []
+for x, y in json.loads(sys.argv[1]):
+    node = root
+    while (child := deeper(node, x, y)) is not None:
+        node = child
+    box = node.get_extents(SCREEN)
+    boxes.append([node.get_role_name(), box.x, box.y, box.width, box.height])
+print(json.dumps(boxes))
+"""
+
+
+def test_desktop_boxes_are_where_the_app_finds_its_nodes(every_source) -> None:
+    """The Desktop source's boxes are exact: on its dev and test pages rendered again, the app's own hit test
+    (AT-SPI) at each task's box centre finds the target, or a part of it, a node whose box lies in the task's box."""
+    import json
+    import subprocess
+
+    from agentgym.environments.grounding.capture import PageSource
+
+    data = every_source["Desktop"]
+    source = PageSource("Desktop", dataset.source_spec("Desktop"))
+    tasks_by_page: dict[str, list[dict]] = {}
+    for task in data.tasks["dev"] + data.tasks["test"]:
+        tasks_by_page.setdefault(task["page"], []).append(task)
+    checked = 0
+    for page_key in sorted(tasks_by_page):
+        env_id, task_id, _ = page_key.split("/")
+        with source.make(env_id) as env:
+            next(page for page in source.pages(env, int(task_id)) if page.key == page_key)
+            tasks = tasks_by_page[page_key]
+            centres = [
+                [math.floor(t["box"][0] + t["box"][2] / 2), math.floor(t["box"][1] + t["box"][3] / 2)] for t in tasks
+            ]
+            result = subprocess.run(
+                ["/usr/bin/python3", "-c", HIT_TEST, json.dumps(centres)],
+                env=env.unwrapped.session.environment(),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        assert result.returncode == 0, result.stderr
+        for task, (role, *found) in zip(tasks, json.loads(result.stdout)):
+            left, top, width, height = task["box"]
+            inside = left <= found[0] and top <= found[1] and found[0] + found[2] <= left + width
+            inside = inside and found[1] + found[3] <= top + height
+            # GTK's tree view answers its rows' cells, never its column headers: there the table is the answer.
+            assert inside or (role == "table" and task["role"] == "column header"), (task["instruction"], found)
+            checked += 1
+    print(f"Desktop: {checked} boxes hit-tested by the app")
+    assert checked >= 10
+
+
+def test_desktop_oracle_always_and_random_clicks_as_often_as_the_boxes_cover_the_screen() -> None:
+    """Every Desktop task: the oracle's click succeeds; 10 uniformly drawn clicks each land as often as the
+    boxes cover the screen (the mixed id's random test draws only a few dozen Desktop tasks)."""
+    with gym.make("Grounding-Desktop-v0") as made:
+        base, rng = made.unwrapped, random.Random(11)
+        hits = clicks = 0
+        shares: list[float] = []
+        for task_id in range(base.splits.total):
+            made.reset(options={"task_id": task_id})
+            _, reward, _, _, info = made.step(base.oracle_action())
+            assert reward == 1.0 and info["source"] == "Desktop", info
+            share = pixel_share(base.task["box"], base.width, base.height)
+            for _ in range(10):
+                made.reset(options={"task_id": task_id})
+                _, reward, _, _, _ = made.step(base.random_action(rng))
+                hits, clicks = hits + int(reward), clicks + 1
+                shares.append(share)
+    expected = sum(shares) / len(shares)
+    spread = math.sqrt(sum(share * (1 - share) for share in shares)) / len(shares)
+    print(f"Desktop: random click success {hits / clicks:.4f} on {clicks} clicks, mean box share {expected:.4f}")
+    assert abs(hits / clicks - expected) <= 4 * spread + 0.002

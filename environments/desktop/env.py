@@ -49,6 +49,7 @@ from agentgym.computer_use import PIXEL_ACTIONS
 from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.environments.desktop import SPLITS
 from agentgym.environments.desktop.actions import ACTION_SYNTAX, Command, parse_command, xdotool_calls
+from agentgym.environments.desktop.onscreen import reachable, top_layer
 from agentgym.environments.desktop.session import DesktopError, DesktopSession, XServerDied
 from agentgym.environments.desktop.tasks import APPS, Task, set_up, templates_for
 from agentgym.utils.marks import Mark, draw_marks, visible_marks
@@ -214,6 +215,28 @@ class DesktopEnv(TextEnv):
             raise InvalidAction(f"there is no element [{mark_id}] in the accessibility tree shown (ids: {shown})")
         x0, y0, x1, y1 = mark.clipped(self.width, self.height)  # type: ignore[misc]
         return f"{name}({(x0 + x1) // 2}, {(y0 + y1) // 2})"
+
+    # ---- what is on the screen, for readers of exact boxes -----------------------------------
+
+    def pixels(self) -> np.ndarray:
+        """The screen now, as uint8 (height, width, 3), without marks."""
+        return self._session().screenshot()
+
+    def accessible_screen(self, max_nodes: int = 600) -> dict[str, Any]:
+        """The accessibility tree now, for a reader that needs exact boxes (the grounding family):
+        ``{"window": ..., "nodes": [...]}``. ``window`` names the screen's top layer in words,
+        ``"<application>: <window title>"`` with ``" > <menu>"`` while a menu's popup shows; each node has
+        ``role``, ``name`` (the home folder as ``~``), ``box`` (screen pixels ``[x, y, width, height]``, or
+        None), ``parent`` (its index in the list, -1 for an application), ``interactive``, ``icon`` (it shows
+        a picture, its name only as a tooltip) and ``reachable`` (a click anywhere in its box lands on it:
+        :func:`~agentgym.environments.desktop.onscreen.reachable`). Raises :class:`DesktopError` where the tree
+        cannot be read (the env needs ``accessibility=True``)."""
+        nodes = self._session().accessibility_nodes(max_nodes)
+        if not isinstance(nodes, list):
+            raise DesktopError(nodes or "the env was made without accessibility=True: no accessibility tree")
+        for node, reached in zip(nodes, reachable(nodes, self.width, self.height)):
+            node["reachable"] = reached
+        return {"window": top_layer(nodes)[1], "nodes": nodes}
 
     def oracle_action(self) -> str:
         if self.task is None or self._oracle_index >= len(self.task.oracle):

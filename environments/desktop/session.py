@@ -249,8 +249,10 @@ class DesktopSession:
         shutil.rmtree(self.home, ignore_errors=True)
         for folder in (".config/gtk-3.0", ".config/pcmanfm/default", ".config/libfm", ".cache", ".local/share"):
             (self.home / folder).mkdir(parents=True, exist_ok=True)
-        # No blinking text cursor: the same state always gives the same pixels.
-        (self.home / ".config/gtk-3.0/settings.ini").write_text("[Settings]\ngtk-cursor-blink=false\n")
+        # No blinking text cursor and no animations (a menu sliding open): the same state always gives the same pixels.
+        (self.home / ".config/gtk-3.0/settings.ini").write_text(
+            "[Settings]\ngtk-cursor-blink=false\ngtk-enable-animations=false\n"
+        )
         (self.home / ".config/pcmanfm/default/pcmanfm.conf").write_text(
             "[ui]\nshow_statusbar=0\nview_mode=list\nshow_hidden=0\nsort=name;ascending;\n"
         )
@@ -270,6 +272,10 @@ class DesktopSession:
         for pid in set(processes_with_token(self.token)) - {popen.pid for popen in self._server}:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+        if self.accessibility and self.alive():
+            # The AT-SPI bus the first app started (its launcher, killed above) left its address on the root
+            # window: apps started later would read it and find no bus, so their tree could not be read.
+            self._tool("xprop", "-root", "-remove", "AT_SPI_BUS", check=False)
 
     def launch(self, argv: list[str], wm_class: str) -> subprocess.Popen:
         """Start an app in the home folder and wait until a window of class ``wm_class`` shows and settles."""
@@ -414,6 +420,7 @@ class DesktopSession:
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "LANG": "C.UTF-8",
+            "TZ": "UTC",  # file times in the file manager and file dialogs read the same on every machine
             "HOME": str(self.home),
             "USER": os.environ.get("USER", "user"),
             "SHELL": "/bin/bash",

@@ -1,11 +1,17 @@
 """Pages of the envs agentgym already runs, read as screenshots and elements with exact boxes.
 
 A source (``sources.yaml``) names env ids; :class:`PageSource` makes them through the registry (``gym.make``
-by string id: this family imports no other family), plays an episode's first page and, with ``oracle_steps``,
-the pages the env's oracle leads to, and reads each page: its key (its URL, or what the source's ``page_key``
-script answers), which ``page_group`` turns into the group that decides its split, then (when that group is
-still wanted) the screenshot (the env's own, :meth:`~agentgym.browser.env.BrowserEnv.pixels`) and the elements
-and their boxes from the page's DOM (``elements.js``, run by the browser env's ``evaluate``).
+by string id: this family imports no other family), plays an episode's first page (after the actions of
+one of the source's ``views``, where it has some) and, with ``oracle_steps``, the pages the env's oracle
+leads to, and reads each page: its key, which ``page_group`` turns into the group that decides its split,
+then (when that group is still wanted) the screenshot (the env's own ``pixels()``) and the elements and
+their boxes. Two readers, by the source's ``reader``:
+
+* ``dom`` (the browser envs): the key is the page's URL, or what the source's ``page_key`` script answers;
+  the elements come from the page's DOM (``elements.js``, run by the browser env's ``evaluate``).
+* ``accessibility`` (the desktop env): the env's ``accessible_screen()`` gives the screen's top window in
+  words (the key) and the accessibility tree's nodes with their screen boxes and whether a click anywhere in
+  the box reaches them; :func:`accessible_elements` turns them into elements by the source's ``roles``.
 
 :meth:`PageSource.rendered` renders several envs at once, each in its own env (its own browser
 context) on a worker thread, and hands their pages back in the order of the ids: the build consumes
@@ -33,12 +39,52 @@ from agentgym.environments.grounding.describe import Element
 
 _ELEMENTS_JS = Path(__file__).with_name("elements.js")
 _URL_JS = "() => location.href"
+#: How a source's pages are read (see the module docstring).
+READERS = ("dom", "accessibility")
+#: Reads of a desktop page until its tree and screen are read the same twice in a row.
+STABLE_READS = 5
 
 
 @cache
 def elements_script() -> str:
     """The DOM reader (``elements.js``)."""
     return _ELEMENTS_JS.read_text()
+
+
+def accessible_elements(
+    nodes: Sequence[Mapping[str, Any]], roles: Mapping[str, str], label_roles: Sequence[str]
+) -> list[Element]:
+    """The elements of an accessibility tree's nodes (``accessible_screen()["nodes"]``): a node whose role
+    ``roles`` maps (AT-SPI's ``push button`` to ``button``, ``label`` to ``text``, ...) and that has a box is an
+    element of that role, a target where it is ``reachable``; its name is the text it shows, unless it shows a
+    picture instead (``icon``) or its role is one of ``label_roles`` (a text field's name is not its content):
+    then its name is its label. A top-level window's title is a text that is never a target (a dialog's title
+    bar shows it), so that it counts against ambiguity."""
+    elements = []
+    for node in nodes:
+        box, name = node.get("box"), str(node.get("name") or "")
+        if not box:
+            continue
+        parent = node["parent"]
+        if parent >= 0 and nodes[parent]["parent"] == -1:  # a top-level window
+            if name:
+                elements.append(Element("text", name, "", tuple(box), hit=False, target=False))  # type: ignore[arg-type]
+            continue
+        role = roles.get(node["role"])
+        if role is None:
+            continue
+        shows_name = not node.get("icon") and role not in label_roles
+        elements.append(
+            Element(
+                role=role,
+                text=name if shows_name else "",
+                label="" if shows_name else name,
+                box=tuple(float(value) for value in box),  # type: ignore[arg-type]
+                hit=bool(node.get("reachable")),
+                target=True,
+            )
+        )
+    return elements
 
 
 @dataclass
@@ -68,6 +114,15 @@ def page_group(url: str, rules: list[list[str]]) -> str:
     return group
 
 
+class SourceEnv(gym.Wrapper):
+    """A source's env, named as the source names it (``id``, or ``id[variant]`` for a variant), so that its
+    pages' keys (``Desktop-v0[editor]/3/0``) say how to make it again."""
+
+    def __init__(self, env: gym.Env, source_id: str) -> None:
+        super().__init__(env)
+        self.source_id = source_id
+
+
 class PageSource:
     """The pages of one source of ``sources.yaml`` (see the module docstring)."""
 
@@ -79,32 +134,83 @@ class PageSource:
         self.rules = [list(rule) for rule in spec.get("page_group") or []]
         #: The script whose answer ``page_group`` turns into the page's group (default: the page's URL).
         self.page_key_script = str(spec.get("page_key") or _URL_JS)
+        #: How a page is read: ``dom`` (a browser env's page) or ``accessibility`` (a desktop's tree).
+        self.reader = str(spec.get("reader", "dom"))
+        if self.reader not in READERS:
+            raise ValueError(f"grounding source {name}: reader must be one of {READERS}, got {self.reader!r}")
+        #: Action lists: task ``t`` plays ``views[t % len(views)]`` after its reset, before its first page is read
+        #: (a variant's own ``views`` replace them for its envs).
+        self.views = [list(view) for view in spec.get("views") or []]
+        #: Variants of every env id, each made with its own extra arguments: ``{name: {make_kwargs, views}}``.
+        self.variants: dict[str, dict[str, Any]] = dict(spec.get("variants") or {})
+        self.roles = dict(spec.get("roles") or {})
+        self.label_roles = list(spec.get("label_roles") or [])
 
     def env_ids(self) -> list[str]:
-        """The source's env ids, in a fixed order."""
+        """The source's env ids, in a fixed order; with ``variants``, each id once per variant, as ``id[variant]``."""
         envs = self.spec["envs"]
         ids = list(envs["ids"]) if "ids" in envs else [info.id for info in agentgym.list_envs(family=envs["family"])]
         skip = [re.compile(pattern) for pattern in envs.get("skip", [])]
-        return sorted(env_id for env_id in ids if not any(pattern.search(env_id) for pattern in skip))
+        kept = sorted(env_id for env_id in ids if not any(pattern.search(env_id) for pattern in skip))
+        return [f"{env_id}[{variant}]" for env_id in kept for variant in self.variants] if self.variants else kept
+
+    def _variant(self, env_id: str) -> tuple[str, dict[str, Any]]:
+        """The registered id of ``env_id`` (``id`` or ``id[variant]``) and its variant's entry (empty without)."""
+        match = re.fullmatch(r"(.+)\[(.+)\]", env_id)
+        if match is None:
+            return env_id, {}
+        if match.group(2) not in self.variants:
+            raise ValueError(f"grounding source {self.name} has no variant {match.group(2)!r} ({env_id})")
+        return match.group(1), dict(self.variants[match.group(2)])
 
     def make(self, env_id: str) -> gym.Env:
-        """The source env ``env_id`` (its screenshots are taken on demand, by :meth:`read`)."""
-        return gym.make(env_id, **self.make_kwargs)
+        """The source env ``env_id`` (``id`` or ``id[variant]``; screenshots are taken on demand, by :meth:`read`)."""
+        registered, variant = self._variant(env_id)
+        return SourceEnv(gym.make(registered, **{**self.make_kwargs, **(variant.get("make_kwargs") or {})}), env_id)
+
+    def views_of(self, env_id: str) -> list[list[str]]:
+        """The views env ``env_id`` plays (its variant's, else the source's)."""
+        _, variant = self._variant(env_id)
+        return [list(view) for view in variant["views"]] if variant.get("views") else self.views
 
     def pages(self, env: gym.Env, task_id: int, wanted: Callable[[str], bool] = lambda group: True) -> Iterator[Page]:
         """The pages of task ``task_id``'s episode: the first one, then one after each oracle step; a page
         whose group ``wanted`` refuses is not captured (see :class:`Page`)."""
+        env_id = env.source_id if isinstance(env, SourceEnv) else env.spec.id
         env.reset(seed=task_id, options={"task_id": task_id})
-        yield self.read(env, f"{env.spec.id}/{task_id}/0", wanted)
+        views = self.views_of(env_id)
+        for action in views[task_id % len(views)] if views else ():
+            _, _, terminated, truncated, info = env.step(action)
+            if terminated or truncated or info.get("invalid_action"):
+                raise RuntimeError(
+                    f"grounding source {self.name}: view action {action!r} of {env_id} task {task_id} failed"
+                )
+        yield self.read(env, f"{env_id}/{task_id}/0", wanted)
         for step in range(1, self.oracle_steps + 1):
             _, _, terminated, truncated, info = env.step(env.unwrapped.oracle_action())
             if terminated or truncated or info.get("invalid_action"):
                 return
-            yield self.read(env, f"{env.spec.id}/{task_id}/{step}", wanted)
+            yield self.read(env, f"{env_id}/{task_id}/{step}", wanted)
 
     def read(self, env: gym.Env, key: str, wanted: Callable[[str], bool] = lambda group: True) -> Page:
         """The page ``env`` shows now: its group, then, if ``wanted(group)``, its screenshot and elements."""
         base = env.unwrapped
+        if self.reader == "accessibility":
+            screen = base.accessible_screen()
+            group = page_group(str(screen["window"]), self.rules)
+            if not wanted(group):
+                return Page(key, group, None, [])
+            for _ in range(STABLE_READS):  # an app that is still drawing (a loaded machine) is read again
+                pixels = np.asarray(base.pixels())
+                again = base.accessible_screen()
+                if again == screen and np.array_equal(pixels, base.pixels()):
+                    break
+                screen = again
+            else:
+                raise RuntimeError(f"grounding source {self.name}: page {key} kept changing while it was read")
+            group = page_group(str(screen["window"]), self.rules)
+            elements = accessible_elements(screen["nodes"], self.roles, self.label_roles)
+            return Page(key, group, pixels, elements)
         group = page_group(str(base.evaluate(self.page_key_script)), self.rules)
         if not wanted(group):
             return Page(key, group, None, [])

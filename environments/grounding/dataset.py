@@ -55,7 +55,8 @@ from agentgym.utils.files import build_once, written_aside
 DATA_VERSION = 1
 #: Task ids each env plays per round of a build.
 BATCH = 6
-#: Rounds over a source's env ids after which a build that has not filled its splits gives up.
+#: Rounds over a source's env ids after which a build that has not filled its splits gives up (a source's
+#: ``max_rounds`` may say fewer).
 MAX_ROUNDS = 500
 #: Environment variable: how many envs a build renders at once (default :func:`build_workers`).
 WORKERS_VARIABLE = "AGENTGYM_GROUNDING_WORKERS"
@@ -171,6 +172,8 @@ def build(name: str, folder: Path, report: Callable[[str], None] = print, worker
     yielded: dict[str, int] = {}
     rendered = captured = 0  # pages loaded, and of them those whose screenshot and elements were read
     active = source.env_ids()
+    # An env that shows other views from round to round shows other groups too: it is never played out.
+    shows_views = bool(source.views or source.variants)
     workers = build_workers() if workers is None else workers
 
     def wanted(group: str) -> bool:
@@ -184,12 +187,12 @@ def build(name: str, folder: Path, report: Callable[[str], None] = print, worker
         below, applied before its next round as well as after each; a source's env shows the same groups
         from round to round, MiniWoB++'s one page group per env, so skipping it skips only pages of full splits)."""
         shown = groups_of.get(env_id)
-        return bool(shown) and all(not wanted(group) for group in shown)
+        return not shows_views and bool(shown) and all(not wanted(group) for group in shown)
 
     report(f"grounding {name}: rendering pages of {len(active)} envs for {splits.total} tasks, {workers} at once")
     with written_aside(folder) as work:
         (work / "screens").mkdir()
-        for round_number in range(MAX_ROUNDS):
+        for round_number in range(int(spec.get("max_rounds", MAX_ROUNDS))):
             if all(len(tasks[split]) >= need[split] for split in SPLIT_NAMES) or not active:
                 break
             task_ids = range(round_number * BATCH, (round_number + 1) * BATCH)
@@ -239,9 +242,9 @@ def build(name: str, folder: Path, report: Callable[[str], None] = print, worker
                             }
                         )
                 full = {split for split in SPLIT_NAMES if len(tasks[split]) >= need[split]}
-                if (round_number == 0 and not yielded.get(env_id)) or {
-                    splits.bucket(group) for group in groups_of.get(env_id, ())
-                } <= full:
+                if (round_number == 0 and not yielded.get(env_id)) or (
+                    not shows_views and {splits.bucket(group) for group in groups_of.get(env_id, ())} <= full
+                ):
                     active.remove(env_id)
             report(
                 f"grounding {name}: round {round_number + 1}: "

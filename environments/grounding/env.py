@@ -3,15 +3,16 @@
 Each task is one step. The first observation is ``{"text", "screenshot"}``: the text holds the
 instruction (``Click the "Submit" button.``), the action syntax and the screenshot's size; the
 screenshot (uint8, height x width x 3) is a page of an env agentgym already runs (MiniWoB++ task
-pages, WebShop's website along the oracle's episodes), rendered and cached when the source was built
-(:mod:`.dataset`), not per reset.
+pages, WebShop's website along the oracle's episodes, Desktop-v0's Mousepad and Gnumeric windows with
+their menus and dialogs), rendered and cached when the source was built (:mod:`.dataset`), not per reset.
 
 Action: ``click(x, y)``, x and y pixels of the screenshot from its top-left corner (numbers; a
 fraction is allowed), as text or as a call of the ``click`` function tool. Anything else, or a
 point off the screenshot, is an invalid action: the observation says why and the episode goes on.
 
 Reward: 1 when the click lands in the described element's box (``left <= x < left + width`` and
-``top <= y < top + height``; the box is the element's exact box read from the page's DOM), else
+``top <= y < top + height``; the box is the element's exact box read from the page's DOM, or from the
+accessibility tree for the desktop's windows), else
 0. The first valid click ends the episode; ``info`` then holds ``box`` (the target's box) and
 ``hit``. Descriptions are never ambiguous: no other element of the page shows the same text, has
 the same role (for a description by role) or stands in the same place (for a description relative
@@ -19,7 +20,8 @@ to another element; :mod:`.describe`).
 
 Tasks: train, dev and test tasks come from pages of disjoint groups (for MiniWoB++, the task page
 without its variant suffix, tasks whose pages look alike in one group; for WebShop, the search page, a
-results page's products, an item page's product): no page of a test group is in train, and no test
+results page's products, an item page's product; for the desktop, the window kind: a main window, a menu
+open, a dialog): no page of a test group is in train, and no test
 screenshot has a near-duplicate in train (:mod:`.similarity`). Oracle: a click at the box's
 centre. Random baseline (:meth:`GroundingEnv.random_action`): a click on a uniformly drawn pixel,
 whose success probability is the box's share of the screen's pixels (:func:`pixel_share`).
