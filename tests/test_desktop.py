@@ -289,6 +289,9 @@ def test_reachable_nodes_lie_in_the_top_layer_uncovered_and_in_view() -> None:
     menu = main + [_node(3, "menu item", "New", [0, 25, 200, 25]), _node(3, "menu item", "Open", [0, 50, 200, 25])]
     assert top_layer(menu) == (3, "gnumeric: book - Gnumeric > File")
     assert [index for index, reached in enumerate(reachable(menu, 800, 600)) if reached] == [10, 11]
+    context = main + [_node(0, "menu", "", [300, 300, 150, 50]), _node(10, "menu item", "Copy", [300, 300, 150, 25])]
+    assert top_layer(context) == (10, "gnumeric: menu")
+    assert [index for index, reached in enumerate(reachable(context, 800, 600)) if reached] == [11]
 
 
 ROOT_WITHOUT_SETGID = """

@@ -56,20 +56,22 @@ def open_menu(nodes: Sequence[dict[str, Any]]) -> int | None:
 
 def top_layer(nodes: Sequence[dict[str, Any]]) -> tuple[int | None, str]:
     """The root of the screen's top layer (an open menu, or a window; None for an empty tree) and the layer in
-    words: ``"<application>: <window title>"``, with ``" > <menu>"`` while a menu's popup shows."""
+    words: ``"<application>: <window title>"`` (its role where it has no title, as a context menu), with
+    ``" > <menu>"`` while a menu bar's menu shows."""
     windows = _windows(nodes)
     if not windows:
         return None, "(no window)"
     menu = open_menu(nodes)
     if menu is not None:
-        window = next(index for index in _ancestors(nodes, menu) if index in windows)
+        # A menu bar's menu is in a window; a context menu's popup is a top-level window of its own.
+        window = next(index for index in [menu, *_ancestors(nodes, menu)] if index in windows)
         root = menu
     else:
         active = [index for index in windows if nodes[index].get("active")]
         window = root = active[-1] if active else windows[-1]
     application = nodes[nodes[window]["parent"]]["name"]
-    words = f"{application}: {nodes[window]['name']}"
-    return root, words + (f" > {nodes[menu]['name']}" if menu is not None else "")
+    words = f"{application}: {nodes[window]['name'] or nodes[window]['role']}"
+    return root, words + (f" > {nodes[menu]['name']}" if menu is not None and menu != window else "")
 
 
 def _inside(inner: Sequence[float], outer: Sequence[float]) -> bool:
