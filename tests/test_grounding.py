@@ -142,14 +142,16 @@ def test_accessibility_nodes_become_elements_by_the_sources_roles() -> None:
         {"parent": 1, "role": "text", "name": "Pages", "box": [200, 200, 100, 30], "reachable": True},
         {"parent": 1, "role": "filler", "name": "", "box": [100, 120, 400, 200], "reachable": True},
         {"parent": 1, "role": "label", "name": "Copies", "box": [200, 250, 60, 20], "reachable": False},
+        {"parent": 1, "role": "push button", "name": "Up Path", "box": [300, 110, 26, 34], "reachable": True},
     ]
-    elements = accessible_elements(nodes, spec["roles"], spec["label_roles"])
+    elements = accessible_elements(nodes, spec["roles"], spec["label_roles"], spec["min_char_px"])
     assert [(e.role, e.text, e.label, e.hit, e.target) for e in elements] == [
         ("text", "Print", "", False, False),
         ("button", "Print", "", True, True),
         ("button", "", "Save", True, True),
         ("text field", "", "Pages", True, True),
         ("text", "Copies", "", False, True),
+        ("button", "", "Up Path", True, True),  # 26 pixels cannot show 7 characters: an arrow
     ]
     found = phrases(elements)
     assert 'the "Print" button' not in found  # the dialog's title shows "Print" too

@@ -52,14 +52,18 @@ def elements_script() -> str:
 
 
 def accessible_elements(
-    nodes: Sequence[Mapping[str, Any]], roles: Mapping[str, str], label_roles: Sequence[str]
+    nodes: Sequence[Mapping[str, Any]],
+    roles: Mapping[str, str],
+    label_roles: Sequence[str],
+    min_char_px: float = 0.0,
 ) -> list[Element]:
     """The elements of an accessibility tree's nodes (``accessible_screen()["nodes"]``): a node whose role
     ``roles`` maps (AT-SPI's ``push button`` to ``button``, ``label`` to ``text``, ...) and that has a box is an
     element of that role, a target where it is ``reachable``; its name is the text it shows, unless it shows a
-    picture instead (``icon``) or its role is one of ``label_roles`` (a text field's name is not its content):
-    then its name is its label. A top-level window's title is a text that is never a target (a dialog's title
-    bar shows it), so that it counts against ambiguity."""
+    picture instead (``icon``), its role is one of ``label_roles`` (a text field's name is not its content) or
+    its box is too narrow to show it (under ``min_char_px`` pixels a character: an arrow button named "Up
+    Path"): then its name is its label. A top-level window's title is a text that is never a target (a
+    dialog's title bar shows it), so that it counts against ambiguity."""
     elements = []
     for node in nodes:
         box, name = node.get("box"), str(node.get("name") or "")
@@ -73,7 +77,8 @@ def accessible_elements(
         role = roles.get(node["role"])
         if role is None:
             continue
-        shows_name = not node.get("icon") and role not in label_roles
+        fits = len(name) * min_char_px <= box[2]
+        shows_name = not node.get("icon") and role not in label_roles and fits
         elements.append(
             Element(
                 role=role,
@@ -145,6 +150,7 @@ class PageSource:
         self.variants: dict[str, dict[str, Any]] = dict(spec.get("variants") or {})
         self.roles = dict(spec.get("roles") or {})
         self.label_roles = list(spec.get("label_roles") or [])
+        self.min_char_px = float(spec.get("min_char_px", 0.0))
 
     def env_ids(self) -> list[str]:
         """The source's env ids, in a fixed order; with ``variants``, each id once per variant, as ``id[variant]``."""
@@ -209,7 +215,7 @@ class PageSource:
             else:
                 raise RuntimeError(f"grounding source {self.name}: page {key} kept changing while it was read")
             group = page_group(str(screen["window"]), self.rules)
-            elements = accessible_elements(screen["nodes"], self.roles, self.label_roles)
+            elements = accessible_elements(screen["nodes"], self.roles, self.label_roles, self.min_char_px)
             return Page(key, group, pixels, elements)
         group = page_group(str(base.evaluate(self.page_key_script)), self.rules)
         if not wanted(group):
