@@ -211,6 +211,7 @@ def synthesize(
                 }
                 sink.write(json.dumps(task, sort_keys=True) + "\n")
                 sink.flush()
+                seen.add(identity)  # two candidates of a round can make the same text (val[0] -> val[1] twice)
                 found += 1
         report(
             f"{repository.name}: {found} tasks kept of {tried} mutants run in "
