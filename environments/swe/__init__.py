@@ -10,8 +10,8 @@ from agentgym.core import TaskSplits
 from agentgym.registry import register
 
 #: The validated tasks per split (tests/test_swe.py checks these against data/tasks/).
-EDIT_SPLITS = TaskSplits(train=886, dev=94, test=209)
-REWRITE_SPLITS = TaskSplits(train=152, dev=17, test=32)
+EDIT_SPLITS = TaskSplits(train=1590, dev=167, test=310)
+REWRITE_SPLITS = TaskSplits(train=251, dev=25, test=49)
 #: Each repository's sdist downloaded and its venv built before episodes (agentgym prepare, agentgym eval).
 _PREPARE = "agentgym.environments.swe.env:prepare"
 
