@@ -21,7 +21,7 @@ import agentgym
 from agentgym.environments import swe
 from agentgym.environments.swe.bench import SWEBenchDataMissing, SWEBenchEnv
 from agentgym.environments.swe.checkout import Checkout
-from agentgym.environments.swe.env import SWEEnv
+from agentgym.environments.swe.env import SWEEnv, steady_output
 from agentgym.environments.swe.mutations import KINDS, candidates
 from agentgym.environments.swe.repositories import prepare_repository, repositories
 from agentgym.environments.swe.tasks import all_tasks, counts, ordered
@@ -93,6 +93,26 @@ def test_registered_splits_match_the_task_files() -> None:
     test_repositories = {name for name, repository in repositories().items() if repository.split == "test"}
     for split, ids in (("train", range(counts("edit")["train"])),):
         assert not {ordered("edit")[index].repository for index in ids} & test_repositories, split
+
+
+def test_a_test_runs_output_reads_the_same_twice() -> None:
+    # What differs between two runs of the same tests: durations, object addresses, Unix times (boltons'
+    # tracing tests), tempfile's random names (pathspec's assertion messages).
+    first, second = (
+        f"E   KeyError: '/tmp/{name}'\nE   FileNotFoundError: '/tmp/{name}/A.txt'\n"
+        f"<Tracer object at {address}> at {clock}\n1 failed, 9 passed in {seconds}s"
+        for name, address, clock, seconds in (
+            ("tmpaffgp_be", "0x7fca037f8880", "1795719808.4993658", "0.42"),
+            ("tmp6f3w6t0b", "0x7f5c0463c650", "1795744766.6920094", "1.07"),
+        )
+    )
+    assert steady_output(first) == steady_output(second)
+    assert steady_output(first) == (
+        "E   KeyError: '/tmp/tmp…'\nE   FileNotFoundError: '/tmp/tmp…/A.txt'\n"
+        "<Tracer object at 0x…> at <time>\n1 failed, 9 passed"
+    )
+    steady = "tests/test_tmpdir_utils.py::test_tmp_path_factory PASSED  iso 10:59:59 tmpfile"
+    assert steady_output(steady) == steady  # names and clocks of the tests themselves stay
 
 
 def test_mutations_revert_exactly_and_cover_every_kind() -> None:

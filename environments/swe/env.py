@@ -62,6 +62,18 @@ PYTEST_DURATION = re.compile(
 #: tracing tests print them past pytest's capture): they differ from run to run, so a run's output shows neither.
 MEMORY_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
 UNIX_TIME = re.compile(r"\b1[0-9]{9}\.[0-9]+\b")
+#: The random names of :mod:`tempfile` folders and files (``/tmp/tmpaffgp_be``, as pathspec's tests print
+#: them in their assertion messages): they differ from run to run too.
+TEMP_NAME = re.compile(r"(?<![\w.-])tmp[a-z0-9_]{8}(?![\w-])")
+
+
+def steady_output(output: str) -> str:
+    """A test run's output with what differs from run to run (durations, addresses, Unix times, temporary
+    names) shown as placeholders: the same run reads the same."""
+    output = PYTEST_DURATION.sub(r"\1", output)
+    return TEMP_NAME.sub("tmp…", UNIX_TIME.sub("<time>", MEMORY_ADDRESS.sub("0x…", output)))
+
+
 MAX_VIEW_LINES = 200
 #: A shell command's limits (the judging and run_tests use the checkout's test limits).
 SHELL_LIMITS = Limits(wall_s=30.0, cpu_s=30.0, memory_mb=2048, processes=64, file_size_mb=64, output_bytes=200_000)
@@ -262,8 +274,7 @@ class SWEEnv(TextEnv):
         passed = sum(outcome == "passed" for outcome in run.outcomes.values())
         self._status = f"Last test run: {failed} failed, {passed} passed."
         note = f"\n[the test run was stopped: the {run.limit_hit} limit was hit]" if run.limit_hit else ""
-        output = PYTEST_DURATION.sub(r"\1", run.output.rstrip())
-        output = UNIX_TIME.sub("<time>", MEMORY_ADDRESS.sub("0x…", output))
+        output = steady_output(run.output.rstrip())
         return f"$ pytest {' '.join(targets)}\n{elide(output, MAX_OUTPUT_CHARS)}{note}"
 
     def judge(self) -> tuple[TestRun, float, float]:
