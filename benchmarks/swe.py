@@ -13,7 +13,8 @@ For every repository of ``repositories.yaml`` that has tasks:
   oracle's (must be 1): every repository's tasks are replayed here, not only the test file's;
 * ``tasks``: validated tasks (all variants), and the process's peak RSS at the end;
 * ``build_s_per_task``: from the synthesis rounds' logs (``--synthesis-logs``): the seconds of mutant
-  runs per kept task, and ``mutants`` / ``kept`` (how many candidates ran, how many the tests caught).
+  runs per kept task, and ``mutants`` / ``kept`` (how many candidates ran, how many the tests caught);
+  without logs, the recorded build columns stay.
 
 Timings are taken on a loaded shared 2-core machine: compare them with each other, not with other
 machines. ``python benchmarks/swe.py [--repositories N ...] [--keep-others] [--synthesis-logs LOG ...]``
@@ -104,6 +105,11 @@ def build_costs(logs: list[Path]) -> dict[str, dict]:
     return totals
 
 
+def _build_columns(row: dict) -> dict:
+    """A recorded row's build columns, as :func:`build_costs` gives them."""
+    return {key: row.get(key) for key in ("mutants", "kept", "build_s_per_task")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repositories", nargs="*", help="default: every repository with tasks")
@@ -111,13 +117,17 @@ def main() -> None:
     parser.add_argument(
         "--keep-others",
         action="store_true",
-        help="keep the recorded rows of repositories not measured now (their tasks and build columns updated)",
+        help="keep the recorded rows of repositories not measured now (their tasks, and their build columns from "
+        "--synthesis-logs when given)",
     )
     parser.add_argument(
         "--recount", action="store_true", help="measure nothing: the recorded rows with today's task counts"
     )
     arguments = parser.parse_args()
+    recorded = json.loads((RESULTS / "swe.json").read_text()) if (RESULTS / "swe.json").exists() else None
     costs = build_costs(arguments.synthesis_logs)
+    if not arguments.synthesis_logs and recorded is not None:  # no logs given: the recorded build columns stand
+        costs = {row["repository"]: _build_columns(row) for row in recorded["repositories"]}
     per_repository = Counter(task.repository for task in all_tasks())
     names = arguments.repositories or [name for name in repositories() if per_repository[name]]
     if arguments.recount:
@@ -135,9 +145,9 @@ def main() -> None:
             print(json.dumps(row), flush=True)
     finally:
         environment.close()
-    if arguments.keep_others and (RESULTS / "swe.json").exists():
+    if arguments.keep_others and recorded is not None:
         measured = {row["repository"] for row in rows}
-        for row in json.loads((RESULTS / "swe.json").read_text())["repositories"]:
+        for row in recorded["repositories"]:
             name = row["repository"]
             if name in measured or name not in per_repository:
                 continue
@@ -153,11 +163,15 @@ def main() -> None:
         "tasks_per_kind": dict(sorted(kinds.items())),
         "splits": {"SWE-v0": counts("edit"), "SWE-Rewrite-v0": counts("rewrite")},
         "tasks_per_repository": dict(sorted(per_repository.items())),
-        "build": {
-            "mutants": sum(row["mutants"] for row in costs.values()),
-            "kept": sum(row["kept"] for row in costs.values()),
-            "build_s": sum(row["build_s"] for row in costs.values()),
-        },
+        "build": (
+            {
+                "mutants": sum(row["mutants"] for row in costs.values()),
+                "kept": sum(row["kept"] for row in costs.values()),
+                "build_s": sum(row["build_s"] for row in costs.values()),
+            }
+            if arguments.synthesis_logs or recorded is None
+            else recorded["summary"]["build"]
+        ),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "machine": f"shared 2-core machine, load average {os.getloadavg()[0]:.1f} at the end; one process",
     }
