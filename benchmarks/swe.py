@@ -105,9 +105,9 @@ def build_costs(logs: list[Path]) -> dict[str, dict]:
     return totals
 
 
-def _build_columns(row: dict) -> dict:
-    """A recorded row's build columns, as :func:`build_costs` gives them."""
-    return {key: row.get(key) for key in ("mutants", "kept", "build_s_per_task")}
+def _build_columns(costs: dict | None) -> dict:
+    """The build columns of a repository's costs (:func:`build_costs`) or recorded row; None where missing."""
+    return {key: (costs or {}).get(key) for key in ("mutants", "kept", "build_s_per_task")}
 
 
 def main() -> None:
@@ -140,7 +140,7 @@ def main() -> None:
                 continue
             row = measure(name, environment)
             row["tasks"] = per_repository[name]
-            row.update({key: costs.get(name, {}).get(key) for key in ("mutants", "kept", "build_s_per_task")})
+            row.update(_build_columns(costs.get(name)))
             rows.append(row)
             print(json.dumps(row), flush=True)
     finally:
@@ -152,7 +152,7 @@ def main() -> None:
             if name in measured or name not in per_repository:
                 continue
             row["tasks"] = per_repository[name]
-            row.update({key: costs.get(name, {}).get(key) for key in ("mutants", "kept", "build_s_per_task")})
+            row.update(_build_columns(costs.get(name)))
             rows.append(row)
         order = list(repositories())
         rows.sort(key=lambda row: order.index(row["repository"]))

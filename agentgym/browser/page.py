@@ -806,12 +806,12 @@ async def perform(page: Any, command: Command, *, timeout_ms: float = 5000, retr
     from playwright.async_api import Error as PlaywrightError
 
     name, args = command.name, command.args
+    timeouts = {"timeout_ms": timeout_ms, "retry_timeout_ms": retry_timeout_ms}
     if name in ("click", "type", "select"):
         locator = page.locator(f'[data-bid="{args[0]}"]')
         if await locator.count() == 0:
             raise ElementError(f"there is no element [{args[0]}] on the page (it may have vanished)")
         element = locator.first
-        timeouts = {"timeout_ms": timeout_ms, "retry_timeout_ms": retry_timeout_ms}
         try:
             if name == "click":
                 if await element.evaluate(_REACHABLE_JS):
@@ -845,13 +845,7 @@ async def perform(page: Any, command: Command, *, timeout_ms: float = 5000, retr
         try:
             focused = page.locator("*:focus")
             if await focused.count() == 1:  # a locator's press waits for a navigation it starts
-                await _patiently(
-                    lambda limit: focused.press(args[0], timeout=limit),
-                    focused,
-                    typing=False,
-                    timeout_ms=timeout_ms,
-                    retry_timeout_ms=retry_timeout_ms,
-                )
+                await _patiently(lambda limit: focused.press(args[0], timeout=limit), focused, typing=False, **timeouts)
             else:
                 await page.keyboard.press(args[0])
         except PlaywrightTimeout as error:

@@ -206,12 +206,12 @@ class PageSource:
             group = page_group(str(screen["window"]), self.rules)
             if not wanted(group):
                 return Page(key, group, None, [])
+            pixels = np.asarray(base.pixels())
             for _ in range(STABLE_READS):  # an app that is still drawing (a loaded machine) is read again
-                pixels = np.asarray(base.pixels())
-                again = base.accessible_screen()
-                if again == screen and np.array_equal(pixels, base.pixels()):
+                again, again_pixels = base.accessible_screen(), np.asarray(base.pixels())
+                if again == screen and np.array_equal(again_pixels, pixels):
                     break
-                screen = again
+                screen, pixels = again, again_pixels
             else:
                 raise RuntimeError(f"grounding source {self.name}: page {key} kept changing while it was read")
             group = page_group(str(screen["window"]), self.rules)
