@@ -49,6 +49,20 @@ READY = b"""<!doctype html><html><body>
 </body></html>"""
 
 
+#: A field a script replaces with a new one a moment after the agent first saw it (Misago's reply editor:
+#: a disabled text box while the editor loads, then another one): the id the agent saw is gone.
+REPLACED = b"""<!doctype html><html><body>
+<textarea disabled placeholder="editor loading"></textarea>
+<script>
+const loading = document.querySelector('textarea');
+new MutationObserver(() => setTimeout(() => {
+  const editor = document.createElement('textarea');
+  editor.placeholder = 'editor';
+  loading.replaceWith(editor);
+}, 1000)).observe(loading, {attributes: true, attributeFilter: ['data-bid']});
+</script></body></html>"""
+
+
 def _png() -> bytes:
     from PIL import Image
 
@@ -80,7 +94,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(PNG)
             return
-        body = {"/": FORM, "/images": IMAGES, "/ready": READY}.get(
+        body = {"/": FORM, "/images": IMAGES, "/ready": READY, "/replaced": REPLACED}.get(
             self.path, b"<html><body><p>The other page</p></body></html>"
         )
         self.send_response(200)
@@ -210,6 +224,25 @@ def test_an_action_timeout_the_machine_used_up_is_not_the_agents(site: str) -> N
     assert env.evaluate("document.title") == "sent"
     observation, _, _, _, info = env.step(f'type({read_only}, "changed")')
     assert info["invalid_action"] and info["browser_error"] is None
+    env.close()
+
+
+def test_an_element_replaced_during_the_actions_wait_is_reported_at_once(site: str) -> None:
+    """Typing into a disabled field that a script then replaces: the action's wait runs out on an element
+    that is no longer on the page, and the agent is told so at once (it hung until the page timeout and
+    ended the episode: a forum reply in the web apps)."""
+    from agentgym.browser.env import LiveSiteEnv
+
+    env = LiveSiteEnv(site + "/replaced", "Write a reply.", action_timeout_s=2.0, page_timeout_s=30.0)
+    observation, _ = env.reset()
+    field = element_id(observation, "textarea")
+    start = time.monotonic()
+    observation, _, terminated, _, info = env.step(f'type({field}, "hello")')
+    assert info["invalid_action"] and not terminated and info["browser_error"] is None, observation["text"]
+    assert time.monotonic() - start < 15
+    assert element_id(observation, "textarea") != field
+    observation, _, _, _, info = env.step(f'type({element_id(observation, "textarea")}, "hello")')
+    assert not info["invalid_action"], observation["text"]
     env.close()
 
 

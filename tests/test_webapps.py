@@ -8,6 +8,7 @@ test of a site pays for that, the rest share the running site.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -144,7 +145,8 @@ def test_reset_restores_the_seeded_state_and_tenants_are_isolated(site: str) -> 
         handle = env.site(site)
         golden = handle.state_digest(env.tenant)
         assert other.tenant != env.tenant and handle.state_digest(other.tenant) == golden
-        assert play_oracle(env, task_id)["success"]
+        info = play_oracle(env, task_id)
+        assert info["success"], (env.instruction, info["trace"])
         changed = handle.state_digest(env.tenant)
         assert changed != golden, "the oracle's change left no trace in the state digest"
         # The other tenant saw nothing: same digest, and its own check of the task still fails.
@@ -155,6 +157,34 @@ def test_reset_restores_the_seeded_state_and_tenants_are_isolated(site: str) -> 
         assert handle.state_digest(env.tenant) == golden
     finally:
         other.close()
+
+
+def test_the_check_waits_for_a_post_still_in_flight() -> None:
+    """Misago saves a reply with a background post after the click; a loaded machine may answer it many
+    seconds later, and the answer's check must wait for it (CI failed such a reply). Here every post is
+    held back 8 s: longer than the wait for a quiet network (QUIET_WAIT_S) and the checker's settling
+    (tasks.SETTLE_S) together."""
+    env = env_for(TEMPLATES["forum/reply"])
+    env.reset(options={"task_id": task_ids(env, "forum/reply", "dev", 1)[0]})
+    held: list[str] = []
+
+    async def hold_posts(page: object) -> None:
+        async def route(request_route: object) -> None:
+            if request_route.request.method == "POST":  # type: ignore[attr-defined]
+                held.append(request_route.request.url)  # type: ignore[attr-defined]
+                await asyncio.sleep(8.0)
+            await request_route.continue_()  # type: ignore[attr-defined]
+
+        await page.context.route("**/*", route)  # type: ignore[attr-defined]
+
+    env.tab.run(hold_posts)
+    info: dict = {}
+    for _ in range(10):
+        _, _, terminated, _, info = env.step(env.oracle_action())
+        if terminated:
+            break
+    assert held, "the reply sent no post"
+    assert info["success"], env.instruction
 
 
 def test_requests_to_outside_hosts_are_refused_at_once() -> None:

@@ -780,7 +780,8 @@ async def _patiently(
     ready (the timeout's log then ends at "waiting for locator"). A timeout while the element is actionable
     now is the machine's, not the agent's: the action is tried once more with ``retry_timeout_ms``. A
     timeout after Playwright sent the action (waiting for a navigation it started) is the action done: it is
-    not sent twice.
+    not sent twice. An element that is gone from the page (a script replaced it) is reported at once, not
+    waited for.
     """
     from playwright.async_api import TimeoutError as PlaywrightTimeout
 
@@ -790,7 +791,9 @@ async def _patiently(
     except PlaywrightTimeout as error:
         if _PERFORMED.search(str(error)):  # the pointer went to the page; the wait after it is the page's
             return
-        if not await element.evaluate(_ACTIONABLE_JS, typing):
+        if await element.count() == 0:  # it vanished (a script re-rendered it): the agent must look again
+            raise
+        if not await element.evaluate(_ACTIONABLE_JS, typing, timeout=retry_timeout_ms):
             raise
     await attempt(retry_timeout_ms)
 

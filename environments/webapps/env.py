@@ -19,6 +19,7 @@ the app's database, a navigation task's final page, a change task's database row
 from __future__ import annotations
 
 import ast
+import asyncio
 import contextlib
 import dataclasses
 import importlib
@@ -65,7 +66,9 @@ OUTSIDE_SITES = re.compile(r"^(?!(?:https?|wss?)://(?:[^/?#]*\.)?(?:localhost|12
 #: It waits only when the element is missing; a loaded machine (a test run: load 8-24 on 2 cores) may take
 #: seconds to run the script that shows it, and a shorter wait made the oracle answer "found no ...".
 ORACLE_WAIT_S = 20.0
-#: How long ``answer(...)`` waits for the page's network to go quiet before the checker runs.
+#: How long a reset and ``answer(...)`` wait for the page's network to go quiet (a page that polls is left
+#: as it is). ``answer(...)`` waits longer, up to half the page timeout, for a write still in flight (a post
+#: the agent's click sent, which a loaded machine may answer many seconds later: CI failed such a reply).
 QUIET_WAIT_S = 5.0
 ANSWER_SYNTAX = '  answer("text")            end the task with your answer (for tasks that ask for no fact: "done")'
 _ANSWER = re.compile(r"^\s*answer\s*\((.*)\)\s*$", re.DOTALL)
@@ -160,6 +163,7 @@ class WebAppEnv(BrowserEnv):
         self.template: Template | None = None
         self.answer: str | None = None
         self._plan: list[Step] = []
+        self._requests = RequestsInFlight()
 
     # ---- tasks --------------------------------------------------------------------------
 
@@ -220,10 +224,11 @@ class WebAppEnv(BrowserEnv):
             from playwright.async_api import TimeoutError as PlaywrightTimeout
 
             await page.context.route(OUTSIDE_SITES, lambda route: route.abort("blockedbyclient"))
+            self._requests.watch(page.context)
             if cookies:
                 await page.context.add_cookies(cookies)
             await page.goto(start_url, timeout=self.page_timeout_s * 1000)
-            await _network_quiet(page)  # a page that fills itself by script (a mail list) shows the same every time
+            await self._requests.settle(QUIET_WAIT_S, QUIET_WAIT_S)  # a page that fills itself by script (a mail list)
             with contextlib.suppress(PlaywrightTimeout):
                 await page.wait_for_function(ready_js, timeout=QUIET_WAIT_S * 1000)
 
@@ -299,8 +304,9 @@ class WebAppEnv(BrowserEnv):
     def _finish(self, answer: str) -> str:
         assert self.task is not None and self.template is not None
         self.answer = answer
+        writes_s = self.page_timeout_s / 2
         with contextlib.suppress(BrowserError):  # the tab failed: check what has landed
-            self.tab.run(_network_quiet, timeout_s=QUIET_WAIT_S + 5)
+            self.tab.run(lambda _page: self._requests.settle(QUIET_WAIT_S, writes_s), timeout_s=writes_s + 5)
         outcome = Outcome(
             answer=answer, url=self.url, tenant=self.tenant, sites={n: self.site(n) for n in self.task.sites}
         )
@@ -381,13 +387,49 @@ class WebAppEnv(BrowserEnv):
         super().close()
 
 
-async def _network_quiet(page: Any) -> None:
-    """Wait until the page's background requests (a post, a send) are done, at most :data:`QUIET_WAIT_S`;
-    a page still busy then (one that polls) is left as it is."""
-    from playwright.async_api import TimeoutError as PlaywrightTimeout
+class RequestsInFlight:
+    """The requests a browser context has sent and not yet seen finish or fail, for :meth:`settle`."""
 
-    with contextlib.suppress(PlaywrightTimeout):
-        await page.wait_for_load_state("networkidle", timeout=QUIET_WAIT_S * 1000)
+    #: How long nothing may have been in flight for the network to count as quiet (as Playwright's networkidle).
+    IDLE_S = 0.5
+    #: Request methods that change a site's state: a page's background post of the agent's change.
+    WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+    def __init__(self) -> None:
+        self.pending: set[Any] = set()
+        self.changed = time.monotonic()
+
+    def watch(self, context: Any) -> None:
+        """Count ``context``'s requests from now on (every page of it, tabs it opens included)."""
+        self.pending.clear()
+        context.on("request", self._started)
+        context.on("requestfinished", self._ended)
+        context.on("requestfailed", self._ended)
+
+    def _started(self, request: Any) -> None:
+        self.pending.add(request)
+        self.changed = time.monotonic()
+
+    def _ended(self, request: Any) -> None:
+        self.pending.discard(request)
+        self.changed = time.monotonic()
+
+    def writing(self) -> bool:
+        """Whether a request that changes state is still in flight."""
+        return any(request.method in self.WRITES for request in self.pending)
+
+    async def settle(self, quiet_s: float, writes_s: float) -> None:
+        """Wait until nothing has been in flight for :attr:`IDLE_S`: at most ``quiet_s`` for reads (a page
+        that polls is left as it is), and at most ``writes_s`` while a write is in flight. A background post
+        on a loaded machine may take many seconds to be answered; the check must not score before it lands."""
+        started = time.monotonic()
+        while True:
+            waited = time.monotonic() - started
+            if not self.pending and time.monotonic() - self.changed >= self.IDLE_S:
+                return
+            if waited >= quiet_s and (waited >= writes_s or not self.writing()):
+                return
+            await asyncio.sleep(0.05)
 
 
 def _read_answer(raw: str) -> str:
