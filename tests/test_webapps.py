@@ -47,9 +47,12 @@ def task_ids(env: WebAppEnv, template_id: str, split: str, count: int, offset: i
     return [start + index + step * (offset + n) for n in range(count)]
 
 
-def play_oracle(env: WebAppEnv, task_id: int, *, max_steps: int = 30) -> dict:
-    """Play the oracle on ``task_id``; the last info (with the trajectory under ``"trace"``)."""
-    _, info = env.reset(options={"task_id": task_id})
+def play_oracle(env: WebAppEnv, task_id: int | None, *, max_steps: int = 30) -> dict:
+    """Play the oracle on ``task_id`` (None: the episode already begun); the last info (with the trajectory
+    under ``"trace"``)."""
+    info: dict = {}
+    if task_id is not None:
+        _, info = env.reset(options={"task_id": task_id})
     trace = []
     for _ in range(max_steps):
         action = env.oracle_action()
@@ -178,11 +181,7 @@ def test_the_check_waits_for_a_post_still_in_flight() -> None:
         await page.context.route("**/*", route)  # type: ignore[attr-defined]
 
     env.tab.run(hold_posts)
-    info: dict = {}
-    for _ in range(10):
-        _, _, terminated, _, info = env.step(env.oracle_action())
-        if terminated:
-            break
+    info = play_oracle(env, None)
     assert held, "the reply sent no post"
     assert info["success"], env.instruction
 

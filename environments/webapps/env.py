@@ -424,8 +424,9 @@ class RequestsInFlight:
         on a loaded machine may take many seconds to be answered; the check must not score before it lands."""
         started = time.monotonic()
         while True:
-            waited = time.monotonic() - started
-            if not self.pending and time.monotonic() - self.changed >= self.IDLE_S:
+            now = time.monotonic()
+            waited = now - started
+            if not self.pending and now - self.changed >= self.IDLE_S:
                 return
             if waited >= quiet_s and (waited >= writes_s or not self.writing()):
                 return
