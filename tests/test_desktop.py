@@ -151,6 +151,20 @@ def test_observation_lists_windows_and_cursor(env: gym.Env) -> None:
 
 
 @needs_desktop
+def test_two_click_actions_are_never_one_double_click(env: gym.Env) -> None:
+    """An app takes two clicks within its double-click time (GTK's 400 ms) as a double click, which selects a
+    word in the editor; two click actions on the same word, however quickly they follow, leave it unselected."""
+    observation, _ = env.reset(options={"task_id": 19})  # write_text: the editor
+    before = observation["screenshot"]
+    observation, *_ = env.step('type("alpha beta gamma")')
+    rows, columns = np.nonzero((observation["screenshot"] != before).any(axis=2))
+    word = f"click({columns.min() + 12}, {(rows.min() + rows.max()) // 2})"  # inside "alpha"
+    once, *_ = env.step(word)
+    twice, *_ = env.step(word)
+    assert np.array_equal(twice["screenshot"], once["screenshot"]), "the second click selected the word"
+
+
+@needs_desktop
 def test_crashed_and_hung_apps_are_reported_and_killed(env: gym.Env) -> None:
     env.reset(options={"task_id": 19})
     session = env.unwrapped.session

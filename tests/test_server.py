@@ -160,20 +160,29 @@ def assert_same_transitions(remote: list[Any], local: list[Any]) -> None:
     assert len(remote) == len(local)
     for index, (got, expected) in enumerate(zip(remote, local)):
         if isinstance(expected[0], dict):
-            assert_same_observation(got[0], expected[0])
+            assert_same_observation(got[0], expected[0], f"transition {index}: ")
             got, expected = got[1:], expected[1:]
         assert got == expected, f"transition {index} differs"
         assert [type(value) for value in got[:-1]] == [type(value) for value in expected[:-1]]
 
 
-def assert_same_observation(got: dict[str, Any], expected: dict[str, Any]) -> None:
+def assert_same_observation(got: dict[str, Any], expected: dict[str, Any], where: str = "") -> None:
     assert got.keys() == expected.keys()
     for key, value in expected.items():
         if isinstance(value, np.ndarray):
             assert isinstance(got[key], np.ndarray) and got[key].dtype == value.dtype and got[key].shape == value.shape
-            assert np.array_equal(got[key], value), f"observation[{key!r}] differs"
+            assert np.array_equal(got[key], value), f"{where}observation[{key!r}] differs{differing_part(got[key], value)}"
         else:
-            assert got[key] == value, f"observation[{key!r}] differs"
+            assert got[key] == value, f"{where}observation[{key!r}] differs"
+
+
+def differing_part(got: np.ndarray, expected: np.ndarray) -> str:
+    """Where two arrays of one shape differ: the count and bounding box of the differing (pixel) positions."""
+    differs = got != expected
+    if differs.ndim == 3:  # an image: a pixel differs where any channel does
+        differs = differs.any(axis=2)
+    positions = np.argwhere(differs)
+    return f" at {len(positions)} positions, from {positions.min(0).tolist()} to {positions.max(0).tolist()}"
 
 
 @pytest.mark.parametrize("websocket", [False, True], ids=["http", "websocket"])

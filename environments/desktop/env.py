@@ -13,7 +13,8 @@ Paths under the home folder appear as ``~``.
 
 **Action**: one pyautogui-style call (``click(x, y)``, ``type("text")``, ``key("ctrl+s")``,
 ... see :data:`~agentgym.environments.desktop.actions.ACTION_SYNTAX`), run with
-``xdotool``; after it the env waits until the screen and the window list stop changing.
+``xdotool``; after it the env waits until the screen and the window list stop changing. The button
+presses of two actions are kept :data:`CLICK_GAP_S` apart: two clicks are never one double click.
 A malformed call is an invalid action with feedback.
 
 **Reward**: ``done()`` ends the episode and runs the task's checker on the files (the
@@ -66,6 +67,11 @@ MARKS_SYNTAX = (
     "With the numbered elements of the accessibility tree (the numbers drawn on the screenshot):\n"
     "  click(id) / double_click(id) / right_click(id) / move(id)   act at the centre of element [id]"
 )
+#: The actions that press a pointer button.
+BUTTON_ACTIONS = frozenset({"click", "double_click", "right_click", "drag"})
+#: Apps take two clicks closer than their double-click time (GTK's 400 ms, xterm's 250) as one double click; the
+#: presses of two actions are kept at least this far apart, so an episode does not depend on how fast the agent answers.
+CLICK_GAP_S = 0.5
 #: A pointer command on a marked element: ``click(12)``.
 _ON_MARK = re.compile(r"^\s*(click|double_click|right_click|move)\s*\(\s*(\d+)\s*\)\s*$")
 
@@ -110,6 +116,7 @@ class DesktopEnv(TextEnv):
         self.session: DesktopSession | None = None
         self.task: Task | None = None
         self._oracle_index = 0
+        self._last_press = float("-inf")  # when the last button action ended (time.monotonic)
 
     @property
     def screen_size(self) -> tuple[int, int]:
@@ -197,8 +204,12 @@ class DesktopEnv(TextEnv):
             if parsed.name == "wait":
                 time.sleep(parsed.arguments[0])
             else:
+                if parsed.name in BUTTON_ACTIONS:
+                    time.sleep(max(0.0, self._last_press + CLICK_GAP_S - time.monotonic()))
                 for arguments in xdotool_calls(parsed):
                     session.xdotool(*arguments)
+                if parsed.name in BUTTON_ACTIONS:
+                    self._last_press = time.monotonic()
             settled = session.settle()
         except XServerDied:
             self.terminated = True
