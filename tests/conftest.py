@@ -16,6 +16,13 @@ from ray_cluster import RAY_NODE, RAY_TEST_MODULES, ray_processes, start_ray_nod
 
 CHROMIUM = "/usr/bin/chromium"
 
+#: One thread for each pytest worker's math libraries (torch's OpenMP pool), as ``-n 2`` gives each worker one of two
+#: cores. A pool sized for the machine spins for cores that the other worker and the browsers hold: a tiny model's
+#: GRPO test took 118 s instead of 24 beside two busy processes. Every process a test starts inherits it; a value
+#: set by the user is kept.
+for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
 
 @pytest.fixture(scope="session")
 def tiny_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
