@@ -15,6 +15,9 @@ import agentgym
 SAMPLED_FAMILIES: dict[str, int] = {"miniwob": 13}
 #: The contract and fingerprint check (tests/test_contract.py) covers every n-th id of these per run.
 CHECKED_FAMILIES: dict[str, int] = {"miniwob": 6}
+#: Ids whose family's other ids are subsets of its tasks (the web apps' site ids, WebApps-Shop-v0 ..., of
+#: WebApps-v0's one env class): the tests that play every id play this one every run and one other in turn.
+SUBSETS_OF: dict[str, str] = {"webapps": "WebApps-v0"}
 
 
 def rotation() -> int:
@@ -30,12 +33,18 @@ def sample_everything() -> bool:
 
 def sampled(env_ids: list[str], strides: dict[str, int] = SAMPLED_FAMILIES) -> list[str]:
     """``env_ids`` with only every n-th id of the families in ``strides``, starting at the run's
-    :func:`rotation` (all of them under :func:`sample_everything`)."""
+    :func:`rotation`, and of a family in :data:`SUBSETS_OF` its whole id and one other (all of them
+    under :func:`sample_everything`)."""
     by_family: dict[str, list[str]] = {}
     for env_id in env_ids:
         by_family.setdefault(agentgym.env_info(env_id).family, []).append(env_id)
     picked = []
     for family, ids in by_family.items():
+        whole = SUBSETS_OF.get(family)
+        if whole in ids and len(ids) > 2 and not sample_everything():
+            others = [env_id for env_id in ids if env_id != whole]
+            picked.extend(env_id for env_id in ids if env_id in (whole, others[rotation() % len(others)]))
+            continue
         stride = 1 if sample_everything() else strides.get(family, 1)
         picked.extend(ids[rotation() % stride :: stride])
     return picked
