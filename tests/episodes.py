@@ -41,9 +41,10 @@ def sampled(env_ids: list[str], strides: dict[str, int] = SAMPLED_FAMILIES) -> l
     picked = []
     for family, ids in by_family.items():
         whole = SUBSETS_OF.get(family)
-        if whole in ids and len(ids) > 2 and not sample_everything():
-            others = [env_id for env_id in ids if env_id != whole]
-            picked.extend(env_id for env_id in ids if env_id in (whole, others[rotation() % len(others)]))
+        others = [env_id for env_id in ids if env_id != whole]
+        if whole in ids and others and not sample_everything():
+            in_turn = others[rotation() % len(others)]
+            picked.extend(env_id for env_id in ids if env_id in (whole, in_turn))
             continue
         stride = 1 if sample_everything() else strides.get(family, 1)
         picked.extend(ids[rotation() % stride :: stride])
