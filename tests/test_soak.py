@@ -4,6 +4,7 @@ that fails when the server's process tree grows from rest to rest; and faults th
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -11,10 +12,14 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+import agentgym
 from agentgym.core import INFRA_ERROR_KEY
+from agentgym.environments.sokoban.env import SokobanEnv
+from agentgym.serving.server import create_app
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError
 from agentgym.serving.soak import Churn, GrowthBounds, growth_failures, kill_children, soak
+from asgi import serving_in_thread
 
 #: Sessions per env id: puzzles, WebShop's index, TextWorld's engine, ScienceWorld's JVM, the sandbox, Chromium.
 MIX = {
@@ -43,6 +48,36 @@ def test_a_short_soak_leaves_nothing_behind(server: ServerProcess) -> None:
     assert sum(report.sessions_abandoned.values()) > 0  # left to the reaper: the rests found none of them
     assert growth_failures(report, GrowthBounds(rss_mib=48, threads=2, fds=8, children=0)) == []
     assert httpx.get(f"{server.url}/health").status_code == 200
+
+
+class SlowResetSokoban(SokobanEnv):
+    """Sokoban whose reset takes longer than a soak cycle, as a JVM's start does on a loaded machine."""
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):  # type: ignore[override]
+        time.sleep(1.5)
+        return super().reset(seed=seed, options=options)
+
+
+def test_an_env_whose_reset_outlasts_the_cycle_is_still_stepped() -> None:
+    agentgym.register(
+        "SlowResetSokoban-v0",
+        entry_point=f"{__name__}:SlowResetSokoban",
+        family="test",
+        description="soak test env",
+        splits=SokobanEnv.splits,
+        max_episode_steps=10,
+    )
+    try:
+        with serving_in_thread(create_app(["SlowResetSokoban-v0"], session_ttl_s=5.0)) as url:
+            churn = Churn(max_episodes=1, max_steps=3, abandon_probability=0.0, close_probability=1.0)
+            report = asyncio.run(
+                soak(url, os.getpid(), {"SlowResetSokoban-v0": 2}, cycles=2, cycle_s=0.5, rest_timeout_s=30, churn=churn)
+            )
+    finally:
+        agentgym.registry.unregister("SlowResetSokoban-v0")
+    assert not report.errors, report.error_examples
+    assert report.sessions_opened["SlowResetSokoban-v0"] >= 4  # two workers, two cycles
+    assert report.steps["SlowResetSokoban-v0"] >= 4  # each reset episode took its first step
 
 
 def test_a_killed_jvm_ends_its_session_with_a_clear_error_and_the_server_goes_on(server: ServerProcess) -> None:

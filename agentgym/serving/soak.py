@@ -6,9 +6,10 @@ oracle's, drawn by the worker's seeded generator), and after each episode goes o
 the session, or abandons it (drops its connection without closing, so that only the server's
 idle TTL reclaims it), then opens the next. Half the workers make their calls over plain HTTP,
 half over the session's WebSocket channel. The run is cut into cycles; at the end of each,
-every worker stops, the abandoned sessions are left to the reaper, and once the server holds
-no session its process tree is measured at rest: resident memory, threads, open file
-descriptors and child processes. A leak is what grows from one rest to the next
+every worker stops (an episode it has reset takes its first step first, so that an env whose
+reset outlasts a cycle on a loaded machine is still exercised), the abandoned sessions are left
+to the reaper, and once the server holds no session its process tree is measured at rest:
+resident memory, threads, open file descriptors and child processes. A leak is what grows from one rest to the next
 (:func:`growth_failures`); samples taken every few seconds under load make the curves.
 
 Errors are counted by env id and type, never raised: an env that fails ends its session with a
@@ -248,8 +249,10 @@ async def _play_episode(
     session: Session, rng: random.Random, report: SoakReport, churn: Churn, stop: asyncio.Event
 ) -> None:
     await session.call("reset", {"seed": rng.randrange(2**31)})
-    for _ in range(churn.max_steps):
-        if stop.is_set():
+    for step in range(churn.max_steps):
+        # An episode that was reset takes its first step even when the cycle ended meanwhile: on a loaded
+        # machine a slow env's reset (a JVM starting) can take the whole cycle, and would never be stepped.
+        if stop.is_set() and step > 0:
             return
         action = await _next_action(session, rng, churn)
         answer = await session.call("step", {"action": action})
