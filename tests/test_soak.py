@@ -15,9 +15,9 @@ import pytest
 import agentgym
 from agentgym.core import INFRA_ERROR_KEY
 from agentgym.environments.sokoban.env import SokobanEnv
-from agentgym.serving.server import create_app
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError
+from agentgym.serving.server import create_app
 from agentgym.serving.soak import Churn, GrowthBounds, growth_failures, kill_children, soak
 from asgi import serving_in_thread
 

@@ -9,8 +9,9 @@ half over the session's WebSocket channel. The run is cut into cycles; at the en
 every worker stops (an episode it has reset takes its first step first, so that an env whose
 reset outlasts a cycle on a loaded machine is still exercised), the abandoned sessions are left
 to the reaper, and once the server holds no session its process tree is measured at rest:
-resident memory, threads, open file descriptors and child processes. A leak is what grows from one rest to the next
-(:func:`growth_failures`); samples taken every few seconds under load make the curves.
+resident memory, threads, open file descriptors and child processes. A leak is what grows from
+one rest to the next (:func:`growth_failures`); samples taken every few seconds under load make
+the curves.
 
 Errors are counted by env id and type, never raised: an env that fails ends its session with a
 clear error, and the worker opens a new one. :func:`kill_children` kills processes of the
