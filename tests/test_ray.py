@@ -282,8 +282,13 @@ def test_a_run_survives_the_death_of_a_worker_node(cluster: Any, tmp_path: Path)
     assert all(
         "died" in record.error or (record.node_id is None and "timeout" in record.error) for record in errored
     ), [record.error for record in errored]
-    assert {record.node_id for record in records if record.status == "ok"} == alive_node_ids() | {doomed_id}
-    assert any(record.started > _iso(killed_at[0]) for record in records if record.status == "ok")
+    # The run went on past the node's death on the nodes left. Not necessarily on each of them: under load
+    # Ray may place every new actor on one node (CI once saw a node play no episode; the spread over the
+    # nodes is test_an_eval_spreads_over_both_nodes_and_records_what_a_local_eval_records's).
+    survivors = alive_node_ids()
+    ok = [record for record in records if record.status == "ok"]
+    assert {record.node_id for record in ok} <= survivors | {doomed_id}
+    assert any(record.started > _iso(killed_at[0]) and record.node_id in survivors for record in ok)
     again = asyncio.run(run_eval("random", SlowRandomPolicy(), items, tmp_path, backend="ray", retry_errors=True))
     assert again.played == len(errored) and again.errored == 0
     assert all(record.status == "ok" for record in read_episodes(tmp_path).values())
