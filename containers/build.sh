@@ -20,7 +20,7 @@
 #
 # Idempotent and fast when nothing changed: each image carries a label with a hash of the
 # sources (agentgym/, environments/, benchmarks/ without results, pyproject.toml, setup.py,
-# README.md), its Dockerfile and context folder and the base image's id; an image whose label
+# README.md), its Dockerfile and context folder, its BUILD_ARGS and the base image's id; an image whose label
 # matches is left as it is (well under a second). With SOURCES, the label hashes only what those
 # paths' files are (and what they import, see containers/build_inputs.py) and the dependencies: an
 # image whose expensive part is built from a few sources (containers/webapps/) is not rebuilt when
@@ -139,6 +139,7 @@ fi
 image_hash() {  # the label an up-to-date image of group $1 carries
     {
         echo "$sources_hash $base_id $py_tag $py_machine $py_glibc"
+        [ "${#BUILD_ARGS[@]}" = 0 ] || echo "build options: ${BUILD_ARGS[*]}"  # another SITES is another image
         cat "$(dockerfile_of "$1")"
         [ ! -d "$REPO/containers/$1/context" ] || (cd "$REPO/containers/$1/context" && find . -type f | LC_ALL=C sort | xargs -d '\n' sha256sum)
     } | sha256sum | cut -c1-16

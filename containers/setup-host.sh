@@ -9,7 +9,7 @@
 #   3. the images: agentgym/base:bookworm (containers/base/build.sh, debootstrap + docker import),
 #      agentgym/core:latest (containers/build.sh, from a wheelhouse built here) and agentgym/webapps:latest
 #      (containers/webapps/build.sh: its own debootstrap base, the sites installed and seeded; WEBAPPS_IMAGE=0
-#      leaves it out).
+#      leaves it out); with --background-images, the tests' agentgym/webapps:tests instead (below).
 #
 # Idempotent: what is there already is checked and left alone (a second run takes seconds).
 # Prints what it does; exits non-zero with the reason when a step fails. Installing packages and
@@ -17,12 +17,15 @@
 #
 #   bash containers/setup-host.sh                      # all three steps
 #   bash containers/setup-host.sh --packages-only      # step 1 only (the README's main-job command)
-#   bash containers/setup-host.sh --background-images  # the web-apps image in the background (the README's
-#                                                      # test command: pip and the tests go on meanwhile)
+#   bash containers/setup-host.sh --background-images  # the tests' web-apps image in the background (the
+#                                                      # README's test command: pip and the tests go on meanwhile)
 #
 # With --background-images the base and core images are built first, as usual (a minute or two), and the
-# agentgym/webapps image is then built by a background job, so that installing the venv and running the
-# tests overlap its build (its longest part: installing and seeding the five sites). The job writes its
+# tests' web-apps image, agentgym/webapps:tests, is then built by a background job, so that installing the venv
+# and running the tests overlap its build. It holds one site, in turn by the tests' rotation (the UTC day, or
+# $AGENTGYM_TEST_ROTATION; all five with AGENTGYM_TEST_SAMPLE=all), so that the suite checks each site in a
+# container every five days without building five sites each run (the tests install them on this host too);
+# agentgym/webapps:latest, with every site, is what the plain form builds. The job writes its
 # log to $IMAGES_LOG and its state to $IMAGES_STATUS ("building PID", then "ok" or "failed EXIT"): the tests
 # that need the image (tests/images.py) wait for it, and fail with the log's end if the build failed.
 #
@@ -143,17 +146,22 @@ if [ "${WEBAPPS_IMAGE:-1}" != 0 ]; then
     if [ "$MODE" = --background-images ]; then
         mkdir -p "$(dirname "$IMAGES_STATUS")" "$(dirname "$IMAGES_LOG")"
         if read -r state pid < "$IMAGES_STATUS" 2>/dev/null && [ "$state" = building ] && kill -0 "$pid" 2>/dev/null; then
-            log "the agentgym/webapps image is already being built (job $pid, log: $IMAGES_LOG)"
+            log "the tests' web-apps image is already being built (job $pid, log: $IMAGES_LOG)"
         else
             # setsid: the job outlives this script; its status file says when it is done and how it went.
             rm -f "$IMAGES_STATUS"
-            as_root setsid bash -c 'echo "building $$" > "$1"; bash "$2" > "$3" 2>&1; status=$?
+            # The tests' image, agentgym/webapps:tests: one site in turn, by the tests' rotation (tests/episodes.py:
+            # $AGENTGYM_TEST_ROTATION, else the UTC day), every site with AGENTGYM_TEST_SAMPLE=all.
+            rotation="${AGENTGYM_TEST_ROTATION:-$(($(date -u +%s) / 86400))}"
+            test_sites="turn:$rotation"
+            [ "${AGENTGYM_TEST_SAMPLE:-}" != all ] || test_sites=all
+            as_root env SITES="$test_sites" TAG=tests setsid bash -c 'echo "building $$" > "$1"; bash "$2" > "$3" 2>&1; status=$?
                 if [ "$status" = 0 ]; then echo ok > "$1"; else echo "failed $status" > "$1"; fi' \
                 build-webapps-image "$IMAGES_STATUS" "$REPO/containers/webapps/build.sh" "$IMAGES_LOG" \
                 < /dev/null > /dev/null 2>&1 &
             for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$IMAGES_STATUS" ] && break; sleep 1; done
             [ -s "$IMAGES_STATUS" ] || fail "the background build of the agentgym/webapps image did not start"
-            log "building the agentgym/webapps image in the background ($(cat "$IMAGES_STATUS" 2>/dev/null); log: $IMAGES_LOG)"
+            log "building the tests' agentgym/webapps:tests image ($test_sites) in the background ($(cat "$IMAGES_STATUS" 2>/dev/null); log: $IMAGES_LOG)"
         fi
     else
         as_root bash "$REPO/containers/webapps/build.sh" || fail "building the agentgym/webapps image failed"

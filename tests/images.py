@@ -1,9 +1,10 @@
 """The web-apps image that the README's test command builds in the background.
 
-``bash containers/setup-host.sh --background-images`` builds ``agentgym/webapps:latest`` while the venv is
-installed and the tests run; the job's state is in a status file ("building PID", then "ok" or
-"failed EXIT") and its output in a log, both under ``$AGENTGYM_CACHE`` (or the paths in ``$IMAGES_STATUS``
-and ``$IMAGES_LOG``, as the script reads them). Tests that need the image wait for the job here.
+``bash containers/setup-host.sh --background-images`` builds :data:`TEST_IMAGE` (one web-apps site, in turn
+by the tests' rotation) while the venv is installed and the tests run; the job's state is in a status file
+("building PID", then "ok" or "failed EXIT") and its output in a log, both under ``$AGENTGYM_CACHE`` (or the
+paths in ``$IMAGES_STATUS`` and ``$IMAGES_LOG``, as the script reads them).
+Tests that need the image wait for the job here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+#: The tests' web-apps image: containers/webapps/build.sh with SITES=turn:<rotation> TAG=tests.
+TEST_IMAGE = "agentgym/webapps:tests"
 CACHE = Path(os.environ.get("AGENTGYM_CACHE", Path.home() / ".cache" / "agentgym"))
 STATUS = Path(os.environ.get("IMAGES_STATUS", CACHE / "webapps-image.status"))
 LOG = Path(os.environ.get("IMAGES_LOG", CACHE / "webapps-image.log"))

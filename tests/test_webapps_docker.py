@@ -1,9 +1,11 @@
-"""The web-apps suite in its container (containers/webapps/): the docker backend plays oracle episodes on every site.
+"""The web-apps suite in its container (containers/webapps/): the docker backend plays oracle episodes on the
+sites of the tests' image.
 
-The image ``agentgym/webapps:latest`` holds the sites installed and seeded at build time
-(``bash containers/webapps/build.sh``; containers/setup-host.sh builds it, in the background with
-``--background-images``, and these tests then wait for it: tests/images.py); without docker or
-the image these tests are skipped, saying which is missing.
+The tests' image ``agentgym/webapps:tests`` is the family's image built with one site, in turn by the tests'
+rotation (all five with AGENTGYM_TEST_SAMPLE=all), installed and seeded at build time:
+``bash containers/setup-host.sh --background-images`` builds it in the background and these tests wait for it
+(tests/images.py), so that each site is played in a container every five days without each run building
+five sites. Without docker or the image these tests are skipped, saying which is missing.
 """
 
 from __future__ import annotations
@@ -16,13 +18,12 @@ import time
 import gymnasium as gym
 import pytest
 from episodes import play_oracle
-from images import wait_for_background_build
+from images import TEST_IMAGE, wait_for_background_build
 
 import agentgym
-from agentgym.environments.webapps.env import WebAppEnv, all_templates
 from agentgym.serving.backends.docker import FAMILY_DEFAULTS, container_user, image_for
 
-IMAGE = "agentgym/webapps:latest"
+IMAGE = TEST_IMAGE
 
 
 def docker_skip_reason() -> str | None:
@@ -31,7 +32,7 @@ def docker_skip_reason() -> str | None:
     if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode != 0:
         return "dockerd is not running (bash containers/setup-host.sh starts it)"
     if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True, timeout=30).returncode != 0:
-        return f"{IMAGE} is not built (bash containers/webapps/build.sh)"
+        return f"{IMAGE} is not built (SITES=turn:0 TAG=tests bash containers/webapps/build.sh)"
     return None
 
 
@@ -58,11 +59,9 @@ def built_sites() -> list[str]:
     return output.stdout.split()
 
 
-def first_test_task(site: str) -> int:
-    """A test-split task id of WebApps-v0 whose template runs on ``site`` alone."""
-    templates = all_templates()
-    index = next(i for i, template in enumerate(templates) if tuple(template.sites) == (site,))
-    return WebAppEnv.splits.ids("test").start + index
+def site_env_id(site: str) -> str:
+    """The id of the web-apps env on ``site`` alone (``WebApps-Mail-v0``)."""
+    return next(info.id for info in agentgym.list_envs("webapps") if info.kwargs.get("sites") == [site])
 
 
 def containers_of(image: str) -> list[str]:
@@ -70,26 +69,26 @@ def containers_of(image: str) -> list[str]:
     return subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
 
 
-def test_every_site_plays_its_oracle_in_one_container() -> None:
+def test_every_built_site_plays_its_oracle_in_a_container() -> None:
     sites = built_sites()
     assert sites, f"{IMAGE} holds no built site"
-    env = gym.make("WebApps-v0", backend="docker", docker_image=IMAGE)
-    try:
-        for site in sites:
+    for site in sites:
+        env = gym.make(site_env_id(site), backend="docker", docker_image=IMAGE)
+        try:
             started = time.monotonic()
-            result = play_oracle(env, first_test_task(site))
+            result = play_oracle(env, env.unwrapped.splits.ids("test").start)
             assert result.success, f"{site}: the oracle failed in the container ({result})"
             print(f"{site}: oracle episode of {result.steps} steps in {time.monotonic() - started:.1f} s")
-    finally:
-        env.close()
-    assert containers_of(IMAGE) == [], "the container outlived the env"
+        finally:
+            env.close()
+    assert containers_of(IMAGE) == [], "a container outlived its env"
 
 
-def test_a_site_env_gets_the_webapps_image_and_limits_and_a_wrong_answer_fails() -> None:
+def test_a_site_env_gets_the_family_image_and_limits_and_a_wrong_answer_fails() -> None:
     site = built_sites()[0]
-    env_id = next(info.id for info in agentgym.list_envs("webapps") if info.kwargs.get("sites") == [site])
-    assert image_for(env_id) == IMAGE
-    env = gym.make(env_id, backend="docker")  # the family's image and defaults
+    env_id = site_env_id(site)
+    assert image_for(env_id) == "agentgym/webapps:latest"  # the family's image (all five sites)
+    env = gym.make(env_id, backend="docker", docker_image=IMAGE)  # the family's defaults, the tests' image
     try:
         name = env.unwrapped.owned_server.name
         config = json.loads(subprocess.run(["docker", "inspect", name], capture_output=True, check=True).stdout)[0]

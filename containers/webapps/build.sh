@@ -16,16 +16,18 @@
 #      backend runs always has the current agentgym. The image it replaces, and a sites image replaced by a new
 #      one, are removed (their layers with them).
 #
-# The sites built are those of environments/webapps/sites.yaml whose site.py exists. Idempotent like the
-# scripts it calls: an up-to-date image is left as it is in seconds (FORCE=1 rebuilds both images; the base
-# image is rebuilt only when the package list changes, or with FORCE_BASE=1). Needs root (debootstrap), a
-# running dockerd, a Debian mirror and PyPI. Then:
+# The sites built are those of environments/webapps/sites.yaml whose site.py exists, or those SITES names:
+# SITES=shop,wiki, or SITES=turn:N, the N-th site in turn (the test command's image, TAG=tests: one site a day).
+# Idempotent like the scripts it calls: an up-to-date image is left as it is in seconds (FORCE=1 rebuilds both
+# images; the base image is rebuilt only when the package list changes, or with FORCE_BASE=1). Needs root
+# (debootstrap), a running dockerd, a Debian mirror and PyPI. Then:
 #
 #   gym.make("WebApps-Shop-v0", backend="docker")            # the docker backend picks agentgym/webapps:latest
 #   docker compose -f containers/webapps-compose.yaml up -d  # the whole suite on 127.0.0.1:8710
 #
-# Settings: PREFIX, TAG, PYTHON, FORCE (see containers/build.sh); WEBAPPS_WHEELHOUSE (default
-# ${AGENTGYM_CACHE:-~/.cache/agentgym}/wheelhouse-webapps); FORCE_BASE=1 rebuilds the base image.
+# Settings: SITES (above; the base image then has the Debian packages of those sites only), PREFIX, TAG, PYTHON,
+# FORCE (see containers/build.sh); WEBAPPS_WHEELHOUSE (default ${AGENTGYM_CACHE:-~/.cache/agentgym}/wheelhouse-webapps);
+# FORCE_BASE=1 rebuilds the base image.
 # The log's lines "built <image> in N s" and the sites' "[webapps-image]" lines are what
 # benchmarks/webapps_image.py reads.
 set -euo pipefail
@@ -35,17 +37,21 @@ CACHE="${AGENTGYM_CACHE:-$HOME/.cache/agentgym}"
 log() { printf '[containers/webapps/build.sh] %s\n' "$*" >&2; }
 start=$(date +%s)
 
-# The sites present, their Debian packages and their requirements files (read from the sources: nothing imported).
+# The sites present, and the Debian packages and requirements files of those named in argv[2] (default all)
+# (read from the sources: nothing imported).
 read -r -d '' SCAN <<'PY' || true
 import ast, pathlib, re, sys
 repo = pathlib.Path(sys.argv[1])
 registry = (repo / "environments/webapps/sites.yaml").read_text()
+wanted = sys.argv[2].split() if len(sys.argv) > 2 and sys.argv[2] != "all" else None
 sites, packages, requirements = [], set(), []
 for name, module in re.findall(r"^  (\w+): agentgym\.environments\.webapps\.([\w.]+):\w+$", registry, re.M):
     source = repo / "environments/webapps" / (module.replace(".", "/") + ".py")
     if not source.exists():
         continue
     sites.append(name)
+    if wanted is not None and name not in wanted:
+        continue
     for node in ast.walk(ast.parse(source.read_text())):
         targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
         if any(getattr(target, "id", None) == "apt_packages" for target in targets) and node.value is not None:
@@ -56,8 +62,27 @@ print(" ".join(sites))
 print(",".join(sorted(packages)))
 print(" ".join(requirements))
 PY
-{ read -r sites; read -r site_packages; read -r requirements; } < <(python3 -c "$SCAN" "$REPO")
-[ -n "$sites" ] || { log "error: no site of environments/webapps/sites.yaml has its site.py yet"; exit 1; }
+{ read -r all_sites; read -r site_packages; read -r requirements; } < <(python3 -c "$SCAN" "$REPO")
+[ -n "$all_sites" ] || { log "error: no site of environments/webapps/sites.yaml has its site.py yet"; exit 1; }
+read -r -a present <<< "$all_sites"
+# SITES: the sites to build (default all); "turn:N" is the N-th of them in turn (N modulo their number).
+case "${SITES:-all}" in
+    all) sites="$all_sites" ;;
+    turn:*)
+        turn="${SITES#turn:}"
+        [[ "$turn" =~ ^[0-9]+$ ]] || { log "error: SITES=turn:N needs a whole number N, got '$SITES'"; exit 1; }
+        sites="${present[$((turn % ${#present[@]}))]}" ;;
+    *)
+        sites="${SITES//,/ }"
+        for site in $sites; do
+            [[ " $all_sites " == *" $site "* ]] || { log "error: SITES names '$site'; the sites are: $all_sites"; exit 1; }
+        done ;;
+esac
+if [ "$sites" != "$all_sites" ]; then
+    # The base image gets the Debian packages of the sites built only; the wheelhouse keeps every site's
+    # requirements (one wheelhouse whichever sites are built).
+    site_packages="$(python3 -c "$SCAN" "$REPO" "$sites" | sed -n 2p)"
+fi
 own_packages="$(grep -v '^#' "$REPO/containers/webapps/packages.txt" | grep . | paste -sd, -)"
 packages="$(printf '%s\n' "${own_packages//,/$'\n'}" "${site_packages//,/$'\n'}" | grep . | sort -u | paste -sd, -)"
 log "sites: $sites"
