@@ -11,10 +11,8 @@ import gymnasium as gym
 import agentgym
 
 #: Families with one id per task page (MiniWoB++'s 130 share one machinery): the tests that play
-#: episodes of every registered id play every n-th id of these only.
+#: episodes of every registered id, and the contract and fingerprint check, take every n-th id of these only.
 SAMPLED_FAMILIES: dict[str, int] = {"miniwob": 13}
-#: The contract and fingerprint check (tests/test_contract.py) covers every n-th id of these per run.
-CHECKED_FAMILIES: dict[str, int] = {"miniwob": 6}
 #: Ids whose family's other ids are subsets of its tasks (the web apps' site ids, WebApps-Shop-v0 ..., of
 #: WebApps-v0's one env class): the tests that play every id play this one every run and one other in turn.
 SUBSETS_OF: dict[str, str] = {"webapps": "WebApps-v0"}

@@ -12,7 +12,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
-from episodes import CHECKED_FAMILIES, play_oracle, sampled
+from episodes import play_oracle, sampled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,13 +23,10 @@ from agentgym.utils import HOSTILE_REPLIES, check_replies, check_text_env
 from agentgym.utils.env_checker import spread_task_ids
 
 ENV_IDS = [info.id for info in agentgym.list_envs()]
-#: The ids whose episodes are played in full (every n-th MiniWoB++ id, see tests/episodes.py);
-#: the others get a short check_text_env (one determinism task, two oracle tasks, no random replies).
-EPISODE_IDS = set(sampled(ENV_IDS))
-#: The ids whose contract and fingerprint are checked this run: every id, but for MiniWoB++ every 6th id
-#: (rotating daily, tests/episodes.py) and the episode ids, and of the WebApps site ids one; all 130 MiniWoB++ ids
-#: are checked every 6 days, or every id in one run with AGENTGYM_TEST_SAMPLE=all (docs/testing.md).
-CHECKED_IDS = [env_id for env_id in ENV_IDS if env_id in EPISODE_IDS | set(sampled(ENV_IDS, CHECKED_FAMILIES))]
+#: The ids whose contract and fingerprint are checked, their episodes played in full: every id, but of
+#: MiniWoB++ every 13th id (rotating daily, tests/episodes.py) and of the WebApps site ids one; all 130 MiniWoB++
+#: ids are checked within 13 days, or every id in one run with AGENTGYM_TEST_SAMPLE=all (docs/testing.md).
+CHECKED_IDS = sampled(ENV_IDS)
 ORACLE_TASKS = 200
 #: Families (or single ids) whose episodes are slow (a JVM, a browser, a desktop) play fewer oracle
 #: tasks here (the number given) and fewer fuzz examples; their own tests and benchmarks go further.
@@ -60,9 +57,9 @@ def slow_tasks(env_id: str) -> int | None:
     return SLOW.get(env_id, SLOW.get(agentgym.env_info(env_id).family))
 
 
-FAST_IDS = [env_id for env_id in sampled(ENV_IDS) if slow_tasks(env_id) is None]
-SLOW_IDS = [env_id for env_id in sampled(ENV_IDS) if slow_tasks(env_id) is not None]
-GAME_IDS = [env_id for env_id in sampled(ENV_IDS) if agentgym.env_info(env_id).family == "multiagent"]
+FAST_IDS = [env_id for env_id in CHECKED_IDS if slow_tasks(env_id) is None]
+SLOW_IDS = [env_id for env_id in CHECKED_IDS if slow_tasks(env_id) is not None]
+GAME_IDS = [env_id for env_id in CHECKED_IDS if agentgym.env_info(env_id).family == "multiagent"]
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +89,6 @@ def check_budget(env_id: str) -> dict[str, Any]:
     family = agentgym.env_info(env_id).family
     if family == "multiagent":
         return {"oracle_tasks": GAME_ORACLE_TASKS, "oracle_must_win": False}
-    if env_id not in EPISODE_IDS:
-        return {"oracle_tasks": 2, "determinism_tasks": 1, "determinism_steps": 10, "random_replies": 0}
     if family == "webapps":
         # Real apps put ids of their own into pages an action opens (Roundcube's compose id), which no
         # seed reaches: replays are compared on the reset only; the tasks themselves are pinned by

@@ -76,7 +76,7 @@ def play_plan(env: WebAppEnv, plan: list) -> dict:
 
 #: Each run plays every n-th template of a list (the run's rotation picks which): a template's page
 #: machinery is its site's, shared by the others, and benchmarks/webapps.py plays every template.
-TEMPLATE_STRIDE = 2
+TEMPLATE_STRIDE = 3
 
 
 def template_sample(template_ids: list[str]) -> list[str]:
@@ -88,14 +88,14 @@ def template_sample(template_ids: list[str]) -> list[str]:
 
 
 def split_cases() -> list[tuple[str, str]]:
-    """(template, split) pairs: half the templates per run (:func:`template_sample`), each on one split,
-    the splits taking turns by the run's rotation (tests/episodes.py), so that every template covers all
-    three splits within six days; every pair with AGENTGYM_TEST_SAMPLE=all. benchmarks/webapps.py plays
-    every template's test tasks."""
+    """(template, split) pairs: a third of the templates per run (:func:`template_sample`), each on one split,
+    the splits taking turns from one of its runs to its next (tests/episodes.py's rotation), so that every
+    template covers all three splits within nine days; every pair with AGENTGYM_TEST_SAMPLE=all.
+    benchmarks/webapps.py plays every template's test tasks."""
     if sample_everything():
         return [(template_id, split) for template_id in TEMPLATES for split in SPLITS]
     return [
-        (template_id, SPLITS[(index + rotation()) % 3])
+        (template_id, SPLITS[(index + rotation() // TEMPLATE_STRIDE) % len(SPLITS)])
         for index, template_id in enumerate(TEMPLATES)
         if template_id in template_sample(list(TEMPLATES))
     ]
