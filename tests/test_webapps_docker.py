@@ -23,16 +23,14 @@ from images import TEST_IMAGE, wait_for_background_build
 import agentgym
 from agentgym.serving.backends.docker import FAMILY_DEFAULTS, container_user, image_for
 
-IMAGE = TEST_IMAGE
-
 
 def docker_skip_reason() -> str | None:
     if shutil.which("docker") is None:
         return "no docker CLI (bash containers/setup-host.sh installs docker.io)"
     if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode != 0:
         return "dockerd is not running (bash containers/setup-host.sh starts it)"
-    if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True, timeout=30).returncode != 0:
-        return f"{IMAGE} is not built (SITES=turn:0 TAG=tests bash containers/webapps/build.sh)"
+    if subprocess.run(["docker", "image", "inspect", TEST_IMAGE], capture_output=True, timeout=30).returncode != 0:
+        return f"{TEST_IMAGE} is not built (SITES=turn:0 TAG=tests bash containers/webapps/build.sh)"
     return None
 
 
@@ -43,14 +41,14 @@ def image() -> str:
     reason = docker_skip_reason()
     if reason is not None:
         pytest.skip(f"webapps image: {reason}")
-    return IMAGE
+    return TEST_IMAGE
 
 
 def built_sites() -> list[str]:
     """The sites the image was built with (its sites' folders that hold a golden snapshot)."""
     script = "cd /opt/agentgym/webapps && for site in *; do [ ! -f $site/golden/built ] || echo $site; done"
     output = subprocess.run(
-        ["docker", "run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", IMAGE, "-c", script],
+        ["docker", "run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", TEST_IMAGE, "-c", script],
         capture_output=True,
         text=True,
         check=True,
@@ -71,9 +69,9 @@ def containers_of(image: str) -> list[str]:
 
 def test_every_built_site_plays_its_oracle_in_a_container() -> None:
     sites = built_sites()
-    assert sites, f"{IMAGE} holds no built site"
+    assert sites, f"{TEST_IMAGE} holds no built site"
     for site in sites:
-        env = gym.make(site_env_id(site), backend="docker", docker_image=IMAGE)
+        env = gym.make(site_env_id(site), backend="docker", docker_image=TEST_IMAGE)
         try:
             started = time.monotonic()
             result = play_oracle(env, env.unwrapped.splits.ids("test").start)
@@ -81,19 +79,19 @@ def test_every_built_site_plays_its_oracle_in_a_container() -> None:
             print(f"{site}: oracle episode of {result.steps} steps in {time.monotonic() - started:.1f} s")
         finally:
             env.close()
-    assert containers_of(IMAGE) == [], "a container outlived its env"
+    assert containers_of(TEST_IMAGE) == [], "a container outlived its env"
 
 
 def test_a_site_env_gets_the_family_image_and_limits_and_a_wrong_answer_fails() -> None:
     site = built_sites()[0]
     env_id = site_env_id(site)
     assert image_for(env_id) == "agentgym/webapps:latest"  # the family's image (all five sites)
-    env = gym.make(env_id, backend="docker", docker_image=IMAGE)  # the family's defaults, the tests' image
+    env = gym.make(env_id, backend="docker", docker_image=TEST_IMAGE)  # the family's defaults, the tests' image
     try:
         name = env.unwrapped.owned_server.name
         config = json.loads(subprocess.run(["docker", "inspect", name], capture_output=True, check=True).stdout)[0]
         host = config["HostConfig"]
-        assert config["Config"]["Image"] == IMAGE and config["Config"]["User"] == "{}:{}".format(*container_user())
+        assert config["Config"]["Image"] == TEST_IMAGE and config["Config"]["User"] == "{}:{}".format(*container_user())
         assert host["NetworkMode"] == "none" and host["CapDrop"] == ["ALL"]
         assert host["Memory"] == 4 * 2**30 and host["PidsLimit"] == FAMILY_DEFAULTS["webapps"]["pids_limit"]
         observation, _ = env.reset(options={"task_id": env.unwrapped.splits.ids("test").start})
