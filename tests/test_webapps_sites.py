@@ -114,6 +114,16 @@ def test_bad_answers_and_gotos_are_explained_without_a_site() -> None:
     for bad in ("", '"unterminated', "'a' 'b' + 1"):
         with pytest.raises(InvalidAction):
             _read_answer(bad)
+    env = WebAppEnv(sites=["shop"])  # no site is started, no page opened: the checks come first
+    try:
+        with pytest.raises(InvalidAction, match="a path opens on the site the tab shows, and it shows none"):
+            env._goto_target('goto("/basket/")')
+        with pytest.raises(InvalidAction, match="limited to this task's sites"):
+            env._goto_target('goto("http://example.com/")')
+        public = env.public_base("shop")
+        assert env._goto_target(f'goto("{public}/basket/")') == env.site("shop").base_url(env.tenant) + "/basket/"
+    finally:
+        env.close()
 
 
 def test_webapps_command(capsys: pytest.CaptureFixture[str]) -> None:

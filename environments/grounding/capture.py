@@ -8,7 +8,8 @@ then (when that group is still wanted) the screenshot (the env's own ``pixels()`
 their boxes. Two readers, by the source's ``reader``:
 
 * ``dom`` (the browser envs): the key is the page's URL, or what the source's ``page_key`` script answers;
-  the elements come from the page's DOM (``elements.js``, run by the browser env's ``evaluate``).
+  the elements come from the page's DOM (``elements.js``, run by the browser env's ``evaluate``), after the
+  source's ``freeze`` rules (``freeze.js``) made the page's time-dependent text the same on any day.
 * ``accessibility`` (the desktop env): the env's ``accessible_screen()`` gives the screen's top window in
   words (the key) and the accessibility tree's nodes with their screen boxes and whether a click anywhere in
   the box reaches them; :func:`accessible_elements` turns them into elements by the source's ``roles``.
@@ -38,6 +39,9 @@ import agentgym
 from agentgym.environments.grounding.describe import Element
 
 _ELEMENTS_JS = Path(__file__).with_name("elements.js")
+_FREEZE_JS = Path(__file__).with_name("freeze.js")
+#: The selector of the elements a source's ``freeze`` rules rewrote (``freeze.js``): never targets.
+FROZEN = "[data-agentgym-frozen]"
 _URL_JS = "() => location.href"
 #: How a source's pages are read (see the module docstring).
 READERS = ("dom", "accessibility")
@@ -49,6 +53,12 @@ STABLE_READS = 5
 def elements_script() -> str:
     """The DOM reader (``elements.js``)."""
     return _ELEMENTS_JS.read_text()
+
+
+@cache
+def freeze_script() -> str:
+    """What makes a page the same on any day before it is read (``freeze.js``: a source's ``freeze`` rules)."""
+    return _FREEZE_JS.read_text()
 
 
 def accessible_elements(
@@ -151,6 +161,10 @@ class PageSource:
         self.roles = dict(spec.get("roles") or {})
         self.label_roles = list(spec.get("label_roles") or [])
         self.min_char_px = float(spec.get("min_char_px", 0.0))
+        #: Rules rewriting a page's time-dependent text before it is read (``freeze.js``); a variant's own replace them.
+        self.freeze = [dict(rule) for rule in spec.get("freeze") or []]
+        #: Text that depends on the day: a page still showing it once frozen is an error (its tasks would change).
+        self.volatile = re.compile(spec["volatile"]) if spec.get("volatile") else None
 
     def env_ids(self) -> list[str]:
         """The source's env ids, in a fixed order; with ``variants``, each id once per variant, as ``id[variant]``."""
@@ -178,6 +192,11 @@ class PageSource:
         """The views env ``env_id`` plays (its variant's, else the source's)."""
         _, variant = self._variant(env_id)
         return [list(view) for view in variant["views"]] if variant.get("views") else self.views
+
+    def freeze_of(self, env_id: str) -> list[dict[str, Any]]:
+        """The ``freeze`` rules of env ``env_id``'s pages (its variant's, else the source's)."""
+        _, variant = self._variant(env_id)
+        return [dict(rule) for rule in variant["freeze"]] if variant.get("freeze") else self.freeze
 
     def pages(self, env: gym.Env, task_id: int, wanted: Callable[[str], bool] = lambda group: True) -> Iterator[Page]:
         """The pages of task ``task_id``'s episode: the first one, then one after each oracle step; a page
@@ -220,9 +239,19 @@ class PageSource:
         group = page_group(str(base.evaluate(self.page_key_script)), self.rules)
         if not wanted(group):
             return Page(key, group, None, [])
-        pixels = np.asarray(base.pixels())
         exclude = list(getattr(base, "page_exclude", ()))
+        freeze = self.freeze_of(env.source_id) if isinstance(env, SourceEnv) else self.freeze
+        if freeze:
+            base.evaluate(freeze_script(), {"rules": freeze})
+            exclude.append(FROZEN)
+        pixels = np.asarray(base.pixels())
         elements = [Element.from_dict(element) for element in base.evaluate(elements_script(), {"exclude": exclude})]
+        for element in elements if self.volatile else ():
+            if self.volatile.search(element.text):  # type: ignore[union-attr]
+                raise RuntimeError(
+                    f"grounding source {self.name}: page {key} shows {element.text!r}, text that depends on the day: "
+                    "add a freeze rule for it in sources.yaml"
+                )
         return Page(key, group, pixels, elements)
 
     def env_pages(self, env_id: str, task_ids: Sequence[int], wanted: Callable[[str], bool]) -> list[Page]:

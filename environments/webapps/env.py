@@ -279,11 +279,21 @@ class WebAppEnv(BrowserEnv):
         return self.public(super()._execute(command))
 
     def _goto_target(self, command: str) -> str:
-        """The tenant URL a ``goto`` opens; :class:`InvalidAction` if it leaves this env's sites."""
+        """The tenant URL a ``goto`` opens (a path, ``/...``, on the site the tab shows); :class:`InvalidAction` if it
+        leaves this env's sites."""
         try:
-            url = self.private(str(parse_command(command, allow_goto=True, allow_tabs=True).args[0]))
+            url = str(parse_command(command, allow_goto=True, allow_tabs=True).args[0])
         except ValueError as error:
             raise InvalidAction(str(error)) from None
+        if url.startswith("/") and not url.startswith("//"):
+            here = self.public(self.url)
+            shown = [name for name in self.site_names if here.startswith(self.public_base(name) + "/")]
+            if not shown:
+                raise InvalidAction(
+                    f"goto({url!r}): a path opens on the site the tab shows, and it shows none; give a URL"
+                )
+            url = self.public_base(shown[0]) + url
+        url = self.private(url)
         allowed = [self.site(name).base_url(self.tenant) for name in self.site_names]
         if not any(url == base or url.startswith(base + "/") for base in allowed):
             public = ", ".join(self.public_base(name) + "/" for name in self.site_names)
