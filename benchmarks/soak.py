@@ -11,6 +11,10 @@ web-app site's server, in turn) and record what the sessions saw.
 
     python benchmarks/soak.py --hours 2                       # writes results/soak.{md,json,png}
     python benchmarks/soak.py --minutes 6 --sessions 64 --cycle-min 2 --no-write
+    python benchmarks/soak.py --from-report /tmp/agentgym-soak.json   # a stopped run's report, as far as it got
+
+The whole report is written to ``$TMPDIR/agentgym-soak.json`` after every rest, so a run that is stopped (or
+whose server dies: the run then ends with an event) keeps what it measured.
 
 Writes the curves (samples every 10 s under load) as an image and the rests as a table.
 """
@@ -131,10 +135,28 @@ def main() -> None:
     parser.add_argument("--ttl", type=float, default=20.0, help="the server's idle-session TTL, seconds")
     parser.add_argument("--faults", action="store_true", help="kill a process of the tree in every second cycle")
     parser.add_argument("--no-write", action="store_true", help="print only; do not update results/")
+    parser.add_argument("--from-report", type=Path, help="write the results of a saved report instead of running")
     args = parser.parse_args()
     seconds = 60 * args.minutes if args.minutes else 3600 * (args.hours or 2.0)
     cycles = max(2, round(seconds / (60 * args.cycle_min)))
+    raw = Path(tempfile.gettempdir()) / "agentgym-soak.json"
+    if args.from_report:
+        saved = json.loads(args.from_report.read_text())
+        report = SoakReport.from_json(saved["report"])
+        write_results(report, saved["setup"], healthy=saved.get("healthy"), write=not args.no_write)
+        return
     mix = scaled_mix(args.sessions, args.mix)
+    setup = {
+        "sessions": args.sessions,
+        "hours": seconds / 3600,
+        "cycles": cycles,
+        "ttl": args.ttl,
+        "faults": args.faults,
+        "cores": os.cpu_count(),
+    }
+
+    def keep(report: SoakReport, healthy: bool | None = None) -> None:
+        raw.write_text(json.dumps({"setup": setup, "healthy": healthy, "report": report.as_json()}, indent=1))
 
     server = ServerProcess(list(mix), max_sessions=4 * args.sessions, session_ttl_s=args.ttl, startup_timeout_s=600)
     faults = {cycle: fault(server.pid, FAULTS[(cycle // 2 - 1) % len(FAULTS)]) for cycle in range(2, cycles, 2)}
@@ -151,29 +173,36 @@ def main() -> None:
                 churn=Churn(),
                 faults=faults if args.faults else None,
                 progress=lambda line: print(line, flush=True),
+                checkpoint=keep,
             )
         )
         healthy = server.process.poll() is None
     finally:
         server.stop()
-    raw = Path(tempfile.gettempdir()) / "agentgym-soak.json"
-    raw.write_text(json.dumps(report.as_json(), indent=1))  # kept whatever the summary does
+    keep(report, healthy)  # kept whatever the summary does
     print(f"the whole report: {raw}")
+    write_results(report, setup, healthy, write=not args.no_write)
+
+
+def write_results(report: SoakReport, setup: dict[str, Any], healthy: bool | None, write: bool) -> None:
+    """Print the summary of ``report``; with ``write``, record it in results/soak.{md,json} and plot soak.png."""
     failures = growth_failures(report, GrowthBounds())
     table = summary(report, failures, healthy)
     print(table)
-    if args.no_write:
+    if not write:
         return
-    setup = (
-        f"{args.sessions} sessions, {len(mix)} env ids, {seconds / 3600:.2f} h in {cycles} cycles, idle TTL "
-        f"{args.ttl:g} s{', faults injected' if args.faults else ''}; image: results/soak.png"
+    churned = report.rests[-1]["t"] / 3600
+    description = (
+        f"{setup['sessions']} sessions, {len(report.mix)} env ids, {churned:.2f} h measured in {len(report.rests) - 1} "
+        f"of {setup['cycles']} cycles planned ({setup['hours']:.2f} h), idle TTL {setup['ttl']:g} s"
+        f"{', faults injected' if setup['faults'] else ''}; image: results/soak.png"
     )
-    data = {"mix": mix, "seconds": seconds, "cycles": cycles, "cores": os.cpu_count(), **report.as_json()}
-    record("soak", "Soak: hundreds of sessions for hours, measured at rest", setup, table, data)
+    title = "Soak: hundreds of sessions for hours, measured at rest"
+    record("soak", title, description, table, {**setup, **report.as_json()})
     plot(report, RESULTS / "soak.png")
 
 
-def summary(report: SoakReport, failures: list[str], healthy: bool) -> str:
+def summary(report: SoakReport, failures: list[str], healthy: bool | None) -> str:
     rows = [
         f"| {rest['cycle'] + 1 if rest['cycle'] >= 0 else 'start'} | {rest['t'] / 60:.0f} | "
         f"{rest['rss_bytes'] / 2**20:.0f} | {rest['tree_rss_bytes'] / 2**20:.0f} | {rest['threads']} | "
@@ -187,7 +216,10 @@ def summary(report: SoakReport, failures: list[str], healthy: bool) -> str:
         for env_id, count in report.mix.items()
     ]
     errors = [f"- {key}: {count} (e.g. {report.error_examples[key]!r})" for key, count in report.errors.items()]
-    events = [f"- at {event['t'] / 60:.1f} min: {event['fault']} (pid {event['pid']})" for event in report.events]
+    events = [
+        f"- at {event['t'] / 60:.1f} min: {event['fault']}" + (f" (pid {event['pid']})" if "pid" in event else "")
+        for event in report.events
+    ]
     verdict = "no growth past the bounds" if not failures else "GROWTH: " + "; ".join(failures)
     return "\n".join(
         [
@@ -197,7 +229,8 @@ def summary(report: SoakReport, failures: list[str], healthy: bool) -> str:
             "|---|---|---|---|---|---|---|---|",
             *rows,
             "",
-            f"Leak check ({GrowthBounds()}): {verdict}. Server still serving at the end: {healthy}.",
+            f"Leak check ({GrowthBounds()}): {verdict}. Server still serving at the end: "
+            f"{'not known (the run was stopped)' if healthy is None else healthy}.",
             "",
             "| env id | sessions at once | opened | abandoned | refused (family full) | episodes | steps | errors |",
             "|---|---|---|---|---|---|---|---|",

@@ -4,7 +4,9 @@ that fails when the server's process tree grows from rest to rest; and faults th
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +20,7 @@ from agentgym.environments.sokoban.env import SokobanEnv
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError
 from agentgym.serving.server import create_app
-from agentgym.serving.soak import Churn, GrowthBounds, growth_failures, kill_children, soak
+from agentgym.serving.soak import Churn, GrowthBounds, SoakReport, growth_failures, kill_children, soak
 from asgi import serving_in_thread
 
 #: Sessions per env id: puzzles, WebShop's index, TextWorld's engine, ScienceWorld's JVM, the sandbox, Chromium.
@@ -78,6 +80,39 @@ def test_an_env_whose_reset_outlasts_the_cycle_is_still_stepped() -> None:
     assert not report.errors, report.error_examples
     assert report.sessions_opened["SlowResetSokoban-v0"] >= 4  # two workers, two cycles
     assert report.steps["SlowResetSokoban-v0"] >= 4  # each reset episode took its first step
+
+
+def test_a_server_that_exits_ends_the_soak_with_what_was_measured() -> None:
+    """The server killed in the middle of the second cycle: the soak ends there (an event says so) instead of
+    crashing, keeping the first cycle's rest and its samples, which the checkpoint had handed over already."""
+    process = ServerProcess(["Sokoban-v0"], max_sessions=16, session_ttl_s=1.0, startup_timeout_s=120)
+    checkpoints: list[str] = []
+
+    def kill_server() -> dict:
+        os.kill(process.pid, signal.SIGKILL)
+        return {"fault": "kill the server", "pid": process.pid}
+
+    try:
+        report = asyncio.run(
+            soak(
+                process.url,
+                process.pid,
+                {"Sokoban-v0": 2},
+                cycles=3,
+                cycle_s=2.0,
+                rest_timeout_s=30,
+                sample_every_s=0.2,
+                faults={1: kill_server},
+                checkpoint=lambda report: checkpoints.append(json.dumps(report.as_json())),
+            )
+        )
+    finally:
+        process.stop()
+    assert [event["fault"] for event in report.events] == ["kill the server", "server exited"]
+    assert [rest["cycle"] for rest in report.rests] == [-1, 0] and len(checkpoints) == 1
+    assert report.steps["Sokoban-v0"] > 0 and any(sample["cycle"] == 1 for sample in report.samples)
+    saved = SoakReport.from_json(json.loads(checkpoints[0]))
+    assert saved.rests == report.rests and saved.steps["Sokoban-v0"] > 0 and isinstance(saved.steps, type(report.steps))
 
 
 def test_a_killed_jvm_ends_its_session_with_a_clear_error_and_the_server_goes_on(server: ServerProcess) -> None:

@@ -74,10 +74,18 @@ def _status(pid: int) -> dict[str, str]:
         return dict(line.split(":", 1) for line in status.read().splitlines() if ":" in line)
 
 
+class ServerGone(RuntimeError):
+    """The measured process has exited (or is a zombie): there is nothing left to measure."""
+
+
 def tree_stats(pid: int) -> TreeStats:
-    """Resident memory, threads and descriptors of ``pid``; its descendants' count, names and memory."""
-    status = _status(pid)
-    rss = int(status["VmRSS"].split()[0]) * 1024
+    """Resident memory, threads and descriptors of ``pid``; its descendants' count, names and memory.
+    :class:`ServerGone` when ``pid`` has exited."""
+    try:
+        status = _status(pid)
+        rss = int(status["VmRSS"].split()[0]) * 1024  # a zombie has no VmRSS
+    except (OSError, KeyError):
+        raise ServerGone(f"process {pid} has exited") from None
     tree_rss, names = rss, Counter[str]()
     children = descendants(pid)
     for child in children:
@@ -133,6 +141,12 @@ class SoakReport:
 
     def as_json(self) -> dict[str, Any]:
         return {key: dict(value) if isinstance(value, Counter) else value for key, value in vars(self).items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SoakReport:
+        """The report :meth:`as_json` wrote (its counters as :class:`~collections.Counter` again)."""
+        counters = {name for name, kind in cls.__annotations__.items() if str(kind).startswith("Counter")}
+        return cls(**{key: Counter(value) if key in counters else value for key, value in data.items()})
 
     def note_error(self, env_id: str, kind: str, message: str) -> None:
         key = f"{env_id}: {kind}"
@@ -300,13 +314,16 @@ async def soak(
     churn: Churn | None = None,
     faults: Mapping[int, Callable[[], dict[str, Any]]] | None = None,
     progress: Callable[[str], None] | None = None,
+    checkpoint: Callable[[SoakReport], None] | None = None,
 ) -> SoakReport:
     """Run ``cycles`` cycles of churn on the server at ``url`` (``mix``: sessions per env id), resting after each.
 
     ``faults`` maps a cycle index to a function called halfway through that cycle (it may kill
     a process of the server's tree); what it returns is recorded in ``events``, with the time
     and cycle. The server must reap idle sessions
-    (``--session-ttl``) well within ``rest_timeout_s``.
+    (``--session-ttl``) well within ``rest_timeout_s``. ``checkpoint`` is called with the report
+    after each rest (to keep what was measured should the run be stopped). A server that exits
+    ends the run early, recorded as an event (``"server exited"``), with what was measured so far.
     """
     churn = churn or Churn()
     report = SoakReport(mix=dict(mix))
@@ -323,17 +340,26 @@ async def soak(
             cycle_end = time.monotonic() + cycle_s
             fault = (faults or {}).get(cycle)
             fault_at = time.monotonic() + cycle_s / 2 if fault else None
-            while time.monotonic() < cycle_end:
-                await asyncio.sleep(min(sample_every_s, max(cycle_end - time.monotonic(), 0)))
-                if fault_at is not None and time.monotonic() >= fault_at:
-                    event = fault()  # type: ignore[misc]
-                    report.events.append({"t": time.monotonic() - started, "cycle": cycle, **event})
-                    fault_at = None
-                await _sample(client, server_pid, report, started, cycle)
+            try:
+                while time.monotonic() < cycle_end:
+                    await asyncio.sleep(min(sample_every_s, max(cycle_end - time.monotonic(), 0)))
+                    if fault_at is not None and time.monotonic() >= fault_at:
+                        event = fault()  # type: ignore[misc]
+                        report.events.append({"t": time.monotonic() - started, "cycle": cycle, **event})
+                        fault_at = None
+                    await _sample(client, server_pid, report, started, cycle)
+            except ServerGone:
+                pass  # the rest below finds it gone too, once the workers have stopped
             stop.set()
             await asyncio.gather(*workers)
-            rest = await _rest(client, server_pid, started, cycle, rest_timeout_s)
+            try:
+                rest = await _rest(client, server_pid, started, cycle, rest_timeout_s)
+            except ServerGone:
+                report.events.append({"t": time.monotonic() - started, "cycle": cycle, "fault": "server exited"})
+                break
             report.rests.append(rest)
+            if checkpoint:
+                checkpoint(report)
             if progress:
                 progress(
                     f"cycle {cycle + 1}/{cycles}: {sum(report.steps.values())} steps, "
@@ -358,7 +384,9 @@ async def _sample(client: httpx.AsyncClient, pid: int, report: SoakReport, start
 
 
 async def _rest(client: httpx.AsyncClient, pid: int, started: float, cycle: int, timeout_s: float) -> dict[str, Any]:
-    """Wait until the server holds no session (the reaper took the abandoned ones) and its children settle."""
+    """Wait until the server holds no session (the reaper took the abandoned ones) and its children settle;
+    :class:`ServerGone` at once when it has exited."""
+    tree_stats(pid)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and ((await _metrics(client)) or {"sessions": -1})["sessions"]:
         await asyncio.sleep(1.0)
