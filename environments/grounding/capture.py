@@ -190,13 +190,11 @@ class PageSource:
 
     def views_of(self, env_id: str) -> list[list[str]]:
         """The views env ``env_id`` plays (its variant's, else the source's)."""
-        _, variant = self._variant(env_id)
-        return [list(view) for view in variant["views"]] if variant.get("views") else self.views
+        return [list(view) for view in self._variant(env_id)[1].get("views") or self.views]
 
     def freeze_of(self, env_id: str) -> list[dict[str, Any]]:
         """The ``freeze`` rules of env ``env_id``'s pages (its variant's, else the source's)."""
-        _, variant = self._variant(env_id)
-        return [dict(rule) for rule in variant["freeze"]] if variant.get("freeze") else self.freeze
+        return [dict(rule) for rule in self._variant(env_id)[1].get("freeze") or self.freeze]
 
     def pages(self, env: gym.Env, task_id: int, wanted: Callable[[str], bool] = lambda group: True) -> Iterator[Page]:
         """The pages of task ``task_id``'s episode: the first one, then one after each oracle step; a page
@@ -246,12 +244,12 @@ class PageSource:
             exclude.append(FROZEN)
         pixels = np.asarray(base.pixels())
         elements = [Element.from_dict(element) for element in base.evaluate(elements_script(), {"exclude": exclude})]
-        for element in elements if self.volatile else ():
-            if self.volatile.search(element.text):  # type: ignore[union-attr]
-                raise RuntimeError(
-                    f"grounding source {self.name}: page {key} shows {element.text!r}, text that depends on the day: "
-                    "add a freeze rule for it in sources.yaml"
-                )
+        shows_the_day = [e.text for e in elements if self.volatile is not None and self.volatile.search(e.text)]
+        if shows_the_day:
+            raise RuntimeError(
+                f"grounding source {self.name}: page {key} shows {shows_the_day[0]!r}, text that depends on the day: "
+                "add a freeze rule for it in sources.yaml"
+            )
         return Page(key, group, pixels, elements)
 
     def env_pages(self, env_id: str, task_ids: Sequence[int], wanted: Callable[[str], bool]) -> list[Page]:
