@@ -239,8 +239,41 @@ def summary(report: SoakReport, failures: list[str], healthy: bool | None) -> st
             "Errors:" if errors else "Errors: none.",
             *errors,
             *(["", "Faults:", *events] if events else []),
+            *memory_summary(report),
         ]
     )
+
+
+def memory_summary(report: SoakReport) -> list[str]:
+    """Where the server's memory was at each rest (its ``/memory``): malloc's heap and Python's objects, and the
+    object types that grew most from the first rest to the last."""
+    rests = [rest for rest in report.rests if rest.get("memory")]
+    if not rests:
+        return []
+    rows = [
+        f"| {rest['cycle'] + 1 if rest['cycle'] >= 0 else 'start'} | {rest['rss_bytes'] / 2**20:.0f} | "
+        f"{_heap_mib(rest, 'held')} | {_heap_mib(rest, 'in_use')} | {_heap_mib(rest, 'free')} | {rest['memory']['python_blocks']} | {rest['memory']['gc_objects']} |"
+        for rest in rests
+    ]
+    first, last = rests[0]["memory"]["objects_by_type"], rests[-1]["memory"]["objects_by_type"]
+    grown = sorted(((last[name] - first.get(name, 0), name) for name in last), reverse=True)[:8]
+    return [
+        "",
+        "Where the server's memory was at each rest (`GET /memory`):",
+        "",
+        "| after cycle | server RSS MiB | malloc held MiB | malloc in use MiB | malloc free MiB | Python blocks | GC objects |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        "Object types grown most from the first of these rests to the last: "
+        + (", ".join(f"{name} {change:+d}" for change, name in grown if change > 0) or "none")
+        + ".",
+    ]
+
+
+def _heap_mib(rest: dict[str, Any], key: str) -> str:
+    heap = rest["memory"]["malloc"]
+    return f"{heap[key] / 2**20:.0f}" if heap else "-"
 
 
 if __name__ == "__main__":

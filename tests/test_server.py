@@ -492,6 +492,10 @@ def test_health_metrics_and_session_listing(url: str) -> None:
     metrics = httpx.get(f"{url}/metrics").json()
     assert metrics["steps"] >= 1 and metrics["calls"]["oracle_action"] >= 1 and metrics["rss_bytes"] > 10**6
     assert metrics["sessions_by_env"]["Maze-v0"] >= 1 and metrics["errors"] == sum(metrics["errors_by_type"].values())
+    memory = httpx.get(f"{url}/memory").json()
+    assert memory["rss_bytes"] > 10**6 and memory["python_blocks"] > 0 and memory["gc_objects"] > 1000
+    assert memory["malloc"]["in_use"] <= memory["malloc"]["held"] and memory["threads"] >= 1
+    assert "dict" in memory["objects_by_type"] and sum(memory["objects_by_type"].values()) <= memory["gc_objects"]
     env.close()
 
 

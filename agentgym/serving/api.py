@@ -273,6 +273,22 @@ class Metrics(BaseModel):
     uptime_s: float
 
 
+class MallocHeap(BaseModel):
+    held: int = Field(description="Bytes glibc malloc holds from the system (all arenas and mmapped blocks).")
+    in_use: int = Field(description="Bytes of it allocated to the program.")
+    free: int = Field(description="Bytes of it free (kept by the allocator: fragmentation when it grows).")
+    releasable: int = Field(description="Free bytes at the top of the main heap that malloc_trim would return.")
+
+
+class Memory(BaseModel):
+    rss_bytes: int | None
+    malloc: MallocHeap | None = Field(description="glibc malloc's heap (null without glibc 2.33 or later).")
+    python_blocks: int = Field(description="Blocks Python's allocator holds (sys.getallocatedblocks).")
+    gc_objects: int = Field(description="Objects the garbage collector tracks.")
+    objects_by_type: dict[str, int] = Field(description="The most numerous tracked object types, with their counts.")
+    threads: int
+
+
 # ---- errors ---------------------------------------------------------------------------------
 
 

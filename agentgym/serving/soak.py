@@ -397,7 +397,12 @@ async def _rest(client: httpx.AsyncClient, pid: int, started: float, cycle: int,
             break
         await asyncio.sleep(2.0)  # closed envs' processes and threads take a moment to exit
         previous, settled = settled, tree_stats(pid)
-    return {"cycle": cycle, "t": time.monotonic() - started, "sessions_left": left, **asdict(settled)}
+    rest = {"cycle": cycle, "t": time.monotonic() - started, "sessions_left": left, **asdict(settled)}
+    try:  # where the server's memory is (a server without /memory, or too busy, leaves it out)
+        rest["memory"] = (await client.get("/memory", timeout=60)).raise_for_status().json()
+    except httpx.HTTPError:
+        pass
+    return rest
 
 
 def _describe(rest: Mapping[str, Any]) -> str:
