@@ -10,12 +10,16 @@ import gymnasium as gym
 
 import agentgym
 
-#: Families with one id per task page (MiniWoB++'s 130 share one machinery): the tests that play
-#: episodes of every registered id, and the contract and fingerprint check, take every n-th id of these only.
-SAMPLED_FAMILIES: dict[str, int] = {"miniwob": 13}
+#: Families whose ids share one machinery (MiniWoB++'s 130 task pages; TextWorld's four generator settings,
+#: whose every id tests/test_textworld.py plays each run, and whose contract check is mostly minutes of game
+#: generation on a fresh machine): the tests that play episodes of every registered id, and the contract and
+#: fingerprint check, take every n-th id of these only.
+SAMPLED_FAMILIES: dict[str, int] = {"miniwob": 13, "textworld": 2}
 #: Ids whose family's other ids are subsets of its tasks (the web apps' site ids, WebApps-Shop-v0 ..., of
-#: WebApps-v0's one env class): the tests that play every id play this one every run and one other in turn.
-SUBSETS_OF: dict[str, str] = {"webapps": "WebApps-v0"}
+#: WebApps-v0's one env class; each grounding source's id of Grounding-v0's mix, every source of which
+#: tests/test_grounding.py checks on its own): the tests that play every id play this one every run and one
+#: other in turn.
+SUBSETS_OF: dict[str, str] = {"webapps": "WebApps-v0", "grounding": "Grounding-v0"}
 
 
 def rotation() -> int:

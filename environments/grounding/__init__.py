@@ -1,7 +1,7 @@
 """Grounding: click the element a phrase describes on a screenshot of a page agentgym already runs.
 
 ``Grounding-v0`` mixes every source of ``sources.yaml`` (MiniWoB++, WebShop and the desktop's apps);
-``Grounding-<Source>-v0`` plays one (``Grounding-MiniWoB-v0``, ``Grounding-WebShop-v0``, ``Grounding-Desktop-v0``).
+``Grounding-<Source>-v0`` plays one (``Grounding-MiniWoB-v0``, ``Grounding-WebShop-v0``, ``Grounding-Desktop-v0``, ``Grounding-WebApps-v0``).
 The screenshots and tasks are built once per source (``agentgym prepare --env Grounding-v0``, or the
 first ``gym.make``) into the cache and only read afterwards (docs/envs/grounding.md).
 """
