@@ -136,6 +136,7 @@ def main() -> None:
     parser.add_argument("--faults", action="store_true", help="kill a process of the tree in every second cycle")
     parser.add_argument("--no-write", action="store_true", help="print only; do not update results/")
     parser.add_argument("--from-report", type=Path, help="write the results of a saved report instead of running")
+    parser.add_argument("--results", default="soak", help="the results' name: results/NAME.{md,json,png}")
     args = parser.parse_args()
     seconds = 60 * args.minutes if args.minutes else 3600 * (args.hours or 2.0)
     cycles = max(2, round(seconds / (60 * args.cycle_min)))
@@ -143,7 +144,7 @@ def main() -> None:
     if args.from_report:
         saved = json.loads(args.from_report.read_text())
         report = SoakReport.from_json(saved["report"])
-        write_results(report, saved["setup"], healthy=saved.get("healthy"), write=not args.no_write)
+        write_results(report, saved["setup"], saved.get("healthy"), None if args.no_write else args.results)
         return
     mix = scaled_mix(args.sessions, args.mix)
     setup = {
@@ -181,25 +182,26 @@ def main() -> None:
         server.stop()
     keep(report, healthy)  # kept whatever the summary does
     print(f"the whole report: {raw}")
-    write_results(report, setup, healthy, write=not args.no_write)
+    write_results(report, setup, healthy, None if args.no_write else args.results)
 
 
-def write_results(report: SoakReport, setup: dict[str, Any], healthy: bool | None, write: bool) -> None:
-    """Print the summary of ``report``; with ``write``, record it in results/soak.{md,json} and plot soak.png."""
+def write_results(report: SoakReport, setup: dict[str, Any], healthy: bool | None, name: str | None) -> None:
+    """Print the summary of ``report``; with a ``name``, record it in results/NAME.{md,json} and plot NAME.png."""
     failures = growth_failures(report, GrowthBounds())
     table = summary(report, failures, healthy)
     print(table)
-    if not write:
+    if name is None:
         return
     churned = report.rests[-1]["t"] / 3600
     description = (
         f"{setup['sessions']} sessions, {len(report.mix)} env ids, {churned:.2f} h measured in {len(report.rests) - 1} "
         f"of {setup['cycles']} cycles planned ({setup['hours']:.2f} h), idle TTL {setup['ttl']:g} s"
-        f"{', faults injected' if setup['faults'] else ''}; image: results/soak.png"
+        f"{', faults injected' if setup['faults'] else ''}; image: results/{name}.png"
     )
     title = "Soak: hundreds of sessions for hours, measured at rest"
-    record("soak", title, description, table, {**setup, **report.as_json()})
-    plot(report, RESULTS / "soak.png")
+    command = "python benchmarks/soak.py" + (f" --results {name}" if name != "soak" else "")
+    record(name, title, description, table, {**setup, **report.as_json()}, command=command)
+    plot(report, RESULTS / f"{name}.png")
 
 
 def summary(report: SoakReport, failures: list[str], healthy: bool | None) -> str:

@@ -274,7 +274,10 @@ class Metrics(BaseModel):
 
 
 class MallocHeap(BaseModel):
-    held: int = Field(description="Bytes glibc malloc holds from the system (all arenas and mmapped blocks).")
+    held: int = Field(
+        description="Bytes of address space glibc malloc has taken (all arenas and mmapped blocks): "
+        "not all resident, since the server hands free pages back (malloc_trim) after sessions close."
+    )
     in_use: int = Field(description="Bytes of it allocated to the program.")
     free: int = Field(description="Bytes of it free (kept by the allocator: fragmentation when it grows).")
     releasable: int = Field(description="Free bytes at the top of the main heap that malloc_trim would return.")
