@@ -429,9 +429,9 @@ def release_free_memory() -> bool:
     """Return the free memory inside glibc malloc's arenas to the system (``malloc_trim(0)``); whether it did.
 
     A server's envs live on many threads, each allocating from its own malloc arena; what a closed env freed
-    stays in those arenas as free space that malloc keeps resident. In the 256-session soak this took the
-    server's RSS at rest from 324-389 MiB down to 244-273 (benchmarks/results/soak_untrimmed.md and
-    soak_trimmed.md); free space scattered on pages still partly in use stays, and still grows."""
+    stays in those arenas as free space that malloc keeps resident. In the 256-session soak this took about
+    80 MiB off the server's RSS at rest (benchmarks/results/soak_untrimmed.md, soak_trimmed.md); free space
+    scattered on pages still partly in use stays, and still grows from cycle to cycle."""
     try:
         return bool(_libc().malloc_trim(0))
     except (AttributeError, OSError):
