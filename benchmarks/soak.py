@@ -206,7 +206,7 @@ def write_results(report: SoakReport, setup: dict[str, Any], healthy: bool | Non
 
 def summary(report: SoakReport, failures: list[str], healthy: bool | None) -> str:
     rows = [
-        f"| {rest['cycle'] + 1 if rest['cycle'] >= 0 else 'start'} | {rest['t'] / 60:.0f} | "
+        f"| {_after_cycle(rest)} | {rest['t'] / 60:.0f} | "
         f"{rest['rss_bytes'] / 2**20:.0f} | {rest['tree_rss_bytes'] / 2**20:.0f} | {rest['threads']} | "
         f"{rest['fds']} | {rest['children']} | {rest['sessions_left']} |"
         for rest in report.rests
@@ -253,8 +253,9 @@ def memory_summary(report: SoakReport) -> list[str]:
     if not rests:
         return []
     rows = [
-        f"| {rest['cycle'] + 1 if rest['cycle'] >= 0 else 'start'} | {rest['rss_bytes'] / 2**20:.0f} | "
-        f"{_heap_mib(rest, 'held')} | {_heap_mib(rest, 'in_use')} | {_heap_mib(rest, 'free')} | {rest['memory']['python_blocks']} | {rest['memory']['gc_objects']} |"
+        f"| {_after_cycle(rest)} | {rest['rss_bytes'] / 2**20:.0f} | "
+        f"{_heap_mib(rest, 'held')} | {_heap_mib(rest, 'in_use')} | {_heap_mib(rest, 'free')} | "
+        f"{rest['memory']['python_blocks']} | {rest['memory']['gc_objects']} |"
         for rest in rests
     ]
     first, last = rests[0]["memory"]["objects_by_type"], rests[-1]["memory"]["objects_by_type"]
@@ -263,7 +264,8 @@ def memory_summary(report: SoakReport) -> list[str]:
         "",
         "Where the server's memory was at each rest (`GET /memory`):",
         "",
-        "| after cycle | server RSS MiB | malloc held MiB | malloc in use MiB | malloc free MiB | Python blocks | GC objects |",
+        "| after cycle | server RSS MiB | malloc held MiB | malloc in use MiB | malloc free MiB | Python blocks "
+        "| GC objects |",
         "|---|---|---|---|---|---|---|",
         *rows,
         "",
@@ -271,6 +273,11 @@ def memory_summary(report: SoakReport) -> list[str]:
         + (", ".join(f"{name} {change:+d}" for change, name in grown if change > 0) or "none")
         + ".",
     ]
+
+
+def _after_cycle(rest: dict[str, Any]) -> str:
+    """A rest's row label: the cycle it followed (1-based), or ``start``."""
+    return str(rest["cycle"] + 1) if rest["cycle"] >= 0 else "start"
 
 
 def _heap_mib(rest: dict[str, Any], key: str) -> str:

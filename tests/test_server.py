@@ -27,9 +27,9 @@ from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
 import agentgym
 from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
+from agentgym.serving import server as server_module
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError, ServerUnavailableError
-from agentgym.serving import server as server_module
 from agentgym.serving.server import create_app
 from agentgym.serving.wire import (
     CHANNEL_SESSION_GONE,

@@ -392,22 +392,25 @@ def rss_bytes() -> int | None:
         return None
 
 
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None)
-
-
 class _MallInfo2(ctypes.Structure):
     """glibc's ``struct mallinfo2`` (all arenas summed), its fields in order."""
 
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()
-    ]
+    _FIELDS = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks")
+    _fields_ = [(name, ctypes.c_size_t) for name in (*_FIELDS, "keepcost")]
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None)
+    if hasattr(libc, "mallinfo2"):
+        libc.mallinfo2.restype = _MallInfo2
+    return libc
 
 
 def malloc_bytes() -> dict[str, int] | None:
-    """glibc malloc's heap: bytes held from the system, in use by the program, free inside it (``None`` without glibc 2.33+).
+    """glibc malloc's heap: bytes held from the system, in use by the program, free inside it.
+
+    ``None`` without glibc 2.33 or later.
 
     Resident memory that grows while ``in_use`` stays flat is the allocator keeping freed memory (fragmentation),
     not a leak."""
@@ -415,7 +418,6 @@ def malloc_bytes() -> dict[str, int] | None:
         mallinfo2 = _libc().mallinfo2
     except (AttributeError, OSError):
         return None
-    mallinfo2.restype = _MallInfo2
     info = mallinfo2()
     return {
         "held": info.arena + info.hblkhd,
@@ -556,7 +558,7 @@ def create_app(
 
     @app.get("/memory", response_model=api.Memory, responses=api.errors(500), operation_id="memory")
     async def memory() -> Response:
-        """Where the server's memory is: malloc's heap, Python's objects by type. Walks every object (for a leak hunt)."""
+        """Where the server's memory is: malloc's heap, Python's objects by type (walks every object)."""
         return answer(encode_json(memory_report()))
 
     @app.post(

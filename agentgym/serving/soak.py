@@ -398,10 +398,8 @@ async def _rest(client: httpx.AsyncClient, pid: int, started: float, cycle: int,
         await asyncio.sleep(2.0)  # closed envs' processes and threads take a moment to exit
         previous, settled = settled, tree_stats(pid)
     rest = {"cycle": cycle, "t": time.monotonic() - started, "sessions_left": left, **asdict(settled)}
-    try:  # where the server's memory is (a server without /memory, or too busy, leaves it out)
+    with contextlib.suppress(httpx.HTTPError):  # where its memory is (a server without /memory or too busy: left out)
         rest["memory"] = (await client.get("/memory", timeout=60)).raise_for_status().json()
-    except httpx.HTTPError:
-        pass
     return rest
 
 
