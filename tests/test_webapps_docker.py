@@ -62,16 +62,21 @@ def site_env_id(site: str) -> str:
     return next(info.id for info in agentgym.list_envs("webapps") if info.kwargs.get("sites") == [site])
 
 
-def containers_of(image: str) -> list[str]:
-    command = ["docker", "ps", "--quiet", "--filter", "label=agentgym.backend=docker", "--filter", f"ancestor={image}"]
-    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
+def existing_containers(names: list[str]) -> list[str]:
+    """Those of the named containers that still exist (running or not). Named, not by image: the module's
+    other test may hold a container of the same image at the same time on another pytest worker."""
+    command = ["docker", "ps", "--all", "--format", "{{.Names}}", "--filter", "label=agentgym.backend=docker"]
+    listed = subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
+    return [name for name in names if name in listed]
 
 
 def test_every_built_site_plays_its_oracle_in_a_container() -> None:
     sites = built_sites()
     assert sites, f"{TEST_IMAGE} holds no built site"
+    names = []
     for site in sites:
         env = gym.make(site_env_id(site), backend="docker", docker_image=TEST_IMAGE)
+        names.append(env.unwrapped.owned_server.name)
         try:
             started = time.monotonic()
             result = play_oracle(env, env.unwrapped.splits.ids("test").start)
@@ -79,7 +84,7 @@ def test_every_built_site_plays_its_oracle_in_a_container() -> None:
             print(f"{site}: oracle episode of {result.steps} steps in {time.monotonic() - started:.1f} s")
         finally:
             env.close()
-    assert containers_of(TEST_IMAGE) == [], "a container outlived its env"
+    assert existing_containers(names) == [], "a container outlived its env"
 
 
 def test_a_site_env_gets_the_family_image_and_limits_and_a_wrong_answer_fails() -> None:
