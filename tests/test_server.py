@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -522,6 +523,36 @@ print(json.dumps({"released": release_free_memory(), "base": base, "before": bef
     result = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, check=True).stdout)
     # the threads' 96 MB, 6 of them kept: most of what they left resident goes back
     assert result["released"] and result["after"] - result["base"] < (result["before"] - result["base"]) / 2, result
+
+
+def test_the_server_caps_malloc_arenas_however_many_threads_allocate(tmp_path: Path) -> None:
+    """Sixteen allocating threads get sixteen arenas by default on two cores, two after limit_malloc_arenas
+    (counted in glibc's malloc_info report; fresh processes)."""
+    script = """
+import ctypes, sys, threading
+from agentgym.serving.server import limit_malloc_arenas
+if sys.argv[1] == "capped":
+    assert limit_malloc_arenas()
+barrier = threading.Barrier(16)
+def allocate():
+    barrier.wait()  # all sixteen allocate at once
+    blocks = [bytearray(200) for _ in range(20000)]
+threads = [threading.Thread(target=allocate) for _ in range(16)]
+[thread.start() for thread in threads]
+[thread.join() for thread in threads]
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+report = libc.fopen(sys.argv[2].encode(), b"w")
+libc.malloc_info(0, ctypes.c_void_p(report))
+libc.fclose(ctypes.c_void_p(report))
+"""
+    arenas = {}
+    for mode in ("default", "capped"):
+        report = tmp_path / f"{mode}.xml"
+        environment = {key: value for key, value in os.environ.items() if key != "MALLOC_ARENA_MAX"}
+        subprocess.run([sys.executable, "-c", script, mode, str(report)], check=True, env=environment)
+        arenas[mode] = report.read_text().count("<heap nr=")
+    assert arenas["capped"] <= server_module.SERVER_MALLOC_ARENAS < arenas["default"], arenas
 
 
 def test_the_server_releases_freed_memory_after_sessions_close(monkeypatch: pytest.MonkeyPatch) -> None:
