@@ -1,4 +1,4 @@
-"""The web-apps image that the README's test command builds in the background.
+"""The web-apps image that the README's test command builds in the background, and the docker backend's containers.
 
 ``bash containers/setup-host.sh --background-images`` builds :data:`TEST_IMAGE` (one web-apps site, in turn
 by the tests' rotation) while the venv is installed and the tests run; the job's state is in a status file
@@ -10,6 +10,7 @@ Tests that need the image wait for the job here.
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -53,3 +54,12 @@ def wait_for_background_build() -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"{build} still runs after {WAIT_S:.0f} s; {LOG} ends:\n{log_tail()}")
         time.sleep(5)
+
+
+def existing_containers(names: list[str]) -> list[str]:
+    """Those of the docker backend's containers named ``names`` that still exist (running or not).
+
+    By name, never by image: a test on the other pytest worker may hold a container of the same image."""
+    command = ["docker", "ps", "--all", "--format", "{{.Names}}", "--filter", "label=agentgym.backend=docker"]
+    listed = subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
+    return [name for name in names if name in listed]

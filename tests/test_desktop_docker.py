@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from episodes import play_oracle
+from images import existing_containers
 
 IMAGE = "agentgym/desktop:latest"
 
@@ -28,6 +29,7 @@ def test_desktop_runs_in_its_container() -> None:
     if reason is not None:
         pytest.skip(reason)
     env = gym.make("Desktop-v0", backend="docker", docker_image=IMAGE, docker_cpus=2.0)
+    name = env.unwrapped.owned_server.name
     try:
         observation, info = env.reset(options={"task_id": 35})  # a spreadsheet task: Gnumeric in the container
         assert env.observation_space.contains(observation)
@@ -38,9 +40,4 @@ def test_desktop_runs_in_its_container() -> None:
         assert play_oracle(env, 0).success  # the terminal
     finally:
         env.close()
-    names = subprocess.run(
-        ["docker", "ps", "--quiet", "--filter", "label=agentgym.backend=docker", "--filter", f"ancestor={IMAGE}"],
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    assert names == [], "the container outlived the env"
+    assert existing_containers([name]) == [], "the container outlived the env"

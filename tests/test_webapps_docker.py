@@ -18,7 +18,7 @@ import time
 import gymnasium as gym
 import pytest
 from episodes import play_oracle
-from images import TEST_IMAGE, wait_for_background_build
+from images import TEST_IMAGE, existing_containers, wait_for_background_build
 
 import agentgym
 from agentgym.serving.backends.docker import FAMILY_DEFAULTS, container_user, image_for
@@ -60,14 +60,6 @@ def built_sites() -> list[str]:
 def site_env_id(site: str) -> str:
     """The id of the web-apps env on ``site`` alone (``WebApps-Mail-v0``)."""
     return next(info.id for info in agentgym.list_envs("webapps") if info.kwargs.get("sites") == [site])
-
-
-def existing_containers(names: list[str]) -> list[str]:
-    """Those of the named containers that still exist (running or not). Named, not by image: the module's
-    other test may hold a container of the same image at the same time on another pytest worker."""
-    command = ["docker", "ps", "--all", "--format", "{{.Names}}", "--filter", "label=agentgym.backend=docker"]
-    listed = subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
-    return [name for name in names if name in listed]
 
 
 def test_every_built_site_plays_its_oracle_in_a_container() -> None:
