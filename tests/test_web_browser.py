@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgym.browser.page import BrowserError, Command, parse_command
+from agentgym.browser.page import BrowserError, BrowserPool, Command, parse_command
 
 pytestmark = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
 
@@ -319,6 +319,28 @@ def test_tabs(site: str) -> None:
     plain.reset()
     assert "unknown command 'new_tab'" in plain.step("new_tab()")[0]["text"]
     plain.close()
+
+
+def test_the_pool_closes_browsers_left_idle_and_stops_counting_given_up_contexts() -> None:
+    """After a peak the pool shrinks back to one Chromium process; a context that would not close
+    (given up with ``drop``) no longer holds a browser's room."""
+    pool = BrowserPool(contexts_per_browser=1, idle_close_s=0.5)
+    try:
+        contexts = [pool.call(pool.new_context(), 60) for _ in range(3)]
+        assert pool.browser_count() == 3
+        for context in contexts:
+            pool.call(context.close(), 30)
+        deadline = time.monotonic() + 30
+        while pool.browser_count() > 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert pool.browser_count() == 1
+        given_up = pool.call(pool.new_context(), 60)
+        pool.drop(given_up)
+        time.sleep(0.2)
+        pool.call(pool.new_context(), 60)  # the room the given-up context held: no second process
+        assert pool.browser_count() == 1
+    finally:
+        pool.close()
 
 
 #: Concurrent episodes of the test below: more than one Chromium process holds (BrowserPool's 16 contexts each).

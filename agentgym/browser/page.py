@@ -390,7 +390,9 @@ class BrowserPool:
     """Chromium processes with many contexts each, driven from one background event loop.
 
     ``contexts_per_browser`` contexts share a Chromium process; a new process starts when all
-    are full, up to ``max_browsers`` (then contexts are spread over the least loaded).
+    are full, up to ``max_browsers`` (then contexts are spread over the least loaded). A process
+    left without contexts for ``idle_close_s`` seconds is closed, but for the last one: a server's
+    pool shrinks back after a peak instead of keeping every process it ever started.
     """
 
     _shared: BrowserPool | None = None
@@ -403,17 +405,20 @@ class BrowserPool:
         contexts_per_browser: int = 16,
         max_browsers: int = 8,
         launch_timeout_s: float = 60.0,
+        idle_close_s: float = 60.0,
     ) -> None:
         self.executable_path = executable_path
         self.contexts_per_browser = contexts_per_browser
         self.max_browsers = max_browsers
         self.launch_timeout_s = launch_timeout_s
+        self.idle_close_s = idle_close_s
         self.pid = os.getpid()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="agentgym-browser", daemon=True)
         self._thread.start()
         self._playwright: Any = None
         self._browsers: dict[Any, int] = {}  # browser -> open contexts
+        self._contexts: dict[Any, Any] = {}  # open context -> its browser
         self._start_lock: asyncio.Lock | None = None
         self.closed = False
 
@@ -449,7 +454,7 @@ class BrowserPool:
         browser = await self._playwright.chromium.launch(
             executable_path=self.executable_path, headless=True, args=LAUNCH_ARGS, timeout=self.launch_timeout_s * 1000
         )
-        browser.on("disconnected", lambda browser: self._browsers.pop(browser, None))
+        browser.on("disconnected", self._disconnected)
         self._browsers[browser] = 0
         return browser
 
@@ -472,12 +477,42 @@ class BrowserPool:
         except Exception:
             self._release(browser)
             raise
-        context.on("close", lambda context: self._release(browser))
+        self._contexts[context] = browser
+        context.on("close", self._forget)
         return context
+
+    def drop(self, context: Any) -> None:
+        """Stop counting ``context`` against its browser, from any thread: it would not close and is given up."""
+        self._loop.call_soon_threadsafe(self._forget, context)
+
+    def _forget(self, context: Any) -> None:
+        """``context`` closed or was given up: its browser has one context less (idempotent)."""
+        browser = self._contexts.pop(context, None)
+        if browser is not None:
+            self._release(browser)
+
+    def _disconnected(self, browser: Any) -> None:
+        self._browsers.pop(browser, None)
+        for context in [context for context, owner in self._contexts.items() if owner is browser]:
+            del self._contexts[context]
 
     def _release(self, browser: Any) -> None:
         if browser in self._browsers:
             self._browsers[browser] = max(0, self._browsers[browser] - 1)
+            if self._browsers[browser] == 0:
+                self._loop.call_later(self.idle_close_s, self._close_if_idle, browser)
+
+    def _close_if_idle(self, browser: Any) -> None:
+        """Close ``browser`` if it still has no context and another live browser remains."""
+        live = [other for other in self._browsers if other.is_connected()]
+        if self._browsers.get(browser) == 0 and len(live) > 1 and browser in live:
+            del self._browsers[browser]  # no new context picks it from here on
+            self._loop.create_task(self._close_quietly(browser))
+
+    @staticmethod
+    async def _close_quietly(browser: Any) -> None:
+        with contextlib.suppress(Exception):  # already gone
+            await asyncio.wait_for(browser.close(), 30)
 
     def browser_count(self) -> int:
         """How many Chromium processes are running."""
@@ -612,8 +647,10 @@ class Tab:
     def _close_context(self) -> None:
         context, self.context, self.page = self.context, None, None
         if context is not None and not self.pool.closed:
-            with contextlib.suppress(Exception):  # a crashed context may refuse to close; it is dropped
+            try:
                 self.pool.call(context.close(), _RECYCLE_TIMEOUT_S)
+            except Exception:  # a crashed context may refuse to close; it is dropped, and no longer counted
+                self.pool.drop(context)
 
     def advance_clock(self, milliseconds: int) -> None:
         """Let ``milliseconds`` of page time pass, firing the timers due (fake clock only)."""
