@@ -34,7 +34,8 @@ ENV_IDS = ["Sokoban-v0"]
 def test_saved_document_is_up_to_date() -> None:
     document = create_app(ENV_IDS).openapi()
     saved = json.loads(SAVED.read_text()) if SAVED.exists() else None
-    assert saved == document, f"docs/openapi.json is stale: python -m agentgym.serving.server --openapi > {SAVED}"
+    command = f"python -m agentgym.serving.server --openapi {' '.join(ENV_IDS)} > {SAVED}"
+    assert saved == document, f"docs/openapi.json is stale: {command}"
 
 
 def test_every_route_declares_its_bodies_and_errors() -> None:
@@ -60,7 +61,10 @@ def test_every_route_declares_its_bodies_and_errors() -> None:
 
 def test_the_cli_prints_the_document() -> None:
     printed = subprocess.run(
-        [sys.executable, "-m", "agentgym.serving.server", "--openapi", *ENV_IDS], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "agentgym.serving.server", "--openapi", *ENV_IDS],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert json.loads(printed) == json.loads(SAVED.read_text())
 

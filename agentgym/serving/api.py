@@ -265,6 +265,9 @@ class Metrics(BaseModel):
     sessions_closed: int
     sessions_reaped: int
     sessions_failed: int = Field(description="Sessions closed because their env raised.")
+    memory_releases: int = Field(
+        description="Times the server handed the memory closed sessions freed back to the system (malloc_trim)."
+    )
     calls: dict[str, int]
     steps: int
     errors: int

@@ -349,6 +349,7 @@ class EnvServer:
             "sessions_by_env": dict(Counter(session.env_id for session in self.sessions.values())),
             **{key: self.counts[key] for key in ("sessions_created", "sessions_closed", "sessions_reaped")},
             "sessions_failed": self.counts["sessions_failed"],  # closed because their env raised
+            "memory_releases": self.counts["memory_releases"],
             "calls": {name: self.counts[f"{name}_calls"] for name in CALLS},
             "steps": self.counts["step_calls"],
             "errors": sum(self.errors.values()),
@@ -763,7 +764,8 @@ async def _keep_house(server: EnvServer) -> None:
         closed = sum(server.counts[key] for key in ("sessions_closed", "sessions_reaped", "sessions_failed"))
         if closed != closed_before:
             closed_before = closed
-            await asyncio.to_thread(release_free_memory)
+            if await asyncio.to_thread(release_free_memory):
+                server.counts["memory_releases"] += 1
 
 
 def serve(
