@@ -9,7 +9,8 @@
 #   3. the images: agentgym/base:bookworm (containers/base/build.sh, debootstrap + docker import),
 #      agentgym/core:latest (containers/build.sh, from a wheelhouse built here) and agentgym/webapps:latest
 #      (containers/webapps/build.sh: its own debootstrap base, the sites installed and seeded; WEBAPPS_IMAGE=0
-#      leaves it out); with --background-images, the tests' agentgym/webapps:tests instead (below).
+#      leaves it out); with --background-images, the base and core images and the tests' agentgym/webapps:tests
+#      instead, built by a background job (below).
 #
 # Idempotent: what is there already is checked and left alone (a second run takes seconds).
 # Prints what it does; exits non-zero with the reason when a step fails. Installing packages and
@@ -17,21 +18,23 @@
 #
 #   bash containers/setup-host.sh                      # all three steps
 #   bash containers/setup-host.sh --packages-only      # step 1 only (the README's main-job command)
-#   bash containers/setup-host.sh --background-images  # the tests' web-apps image in the background (the
-#                                                      # README's test command: pip and the tests go on meanwhile)
+#   bash containers/setup-host.sh --background-images  # the tests' images in the background (the README's
+#                                                      # test command: pip and the tests go on meanwhile)
 #
-# With --background-images the base and core images are built first, as usual (a minute or two), and the
-# tests' web-apps image, agentgym/webapps:tests, is then built by a background job, so that installing the venv
-# and running the tests overlap its build. It holds one site, in turn by the tests' rotation (the UTC day, or
-# $AGENTGYM_TEST_ROTATION; all five with AGENTGYM_TEST_SAMPLE=all), so that the suite checks each site in a
-# container every five days without building five sites each run (the tests install them on this host too);
-# agentgym/webapps:latest, with every site, is what the plain form builds. The job writes its
-# log to $IMAGES_LOG and its state to $IMAGES_STATUS ("building PID", then "ok" or "failed EXIT"): the tests
-# that need the image (tests/images.py) wait for it, and fail with the log's end if the build failed.
+# With --background-images, step 3 starts containers/test-images.sh as a background job and returns, so that
+# installing the venv and running the tests overlap its builds: agentgym/core (and the base image) first, then
+# the tests' web-apps image, agentgym/webapps:tests. That one holds one site, in turn by the tests' rotation (the
+# UTC day, or $AGENTGYM_TEST_ROTATION; all five with AGENTGYM_TEST_SAMPLE=all), so that the suite checks each
+# site in a container every five days without building five sites each run (the tests install them on this host
+# too); agentgym/webapps:latest, with every site, is what the plain form builds. Each build's log and state
+# ("building PID", then "ok" or "failed EXIT") are in $CORE_LOG and $CORE_STATUS, $IMAGES_LOG and $IMAGES_STATUS:
+# the tests (tests/images.py) wait for the core image before they are collected and for the web-apps image in
+# the tests that use it, and a failed build fails a test with the end of its log.
 #
 # Settings (environment variables): BASE, PREFIX, TAG, WHEELHOUSE, PYTHON (see containers/build.sh),
 # DOCKERD_TIMEOUT (seconds to wait for dockerd, default 60), WEBAPPS_IMAGE=0 (no web-apps image),
-# IMAGES_STATUS and IMAGES_LOG (default ${AGENTGYM_CACHE:-~/.cache/agentgym}/webapps-image.{status,log}).
+# CORE_STATUS, CORE_LOG, IMAGES_STATUS and IMAGES_LOG (default ${AGENTGYM_CACHE:-~/.cache/agentgym}/
+# core-image.{status,log} and webapps-image.{status,log}).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,6 +42,8 @@ DOCKERD_TIMEOUT="${DOCKERD_TIMEOUT:-60}"
 CACHE="${AGENTGYM_CACHE:-$HOME/.cache/agentgym}"
 IMAGES_STATUS="${IMAGES_STATUS:-$CACHE/webapps-image.status}"
 IMAGES_LOG="${IMAGES_LOG:-$CACHE/webapps-image.log}"
+CORE_STATUS="${CORE_STATUS:-$CACHE/core-image.status}"
+CORE_LOG="${CORE_LOG:-$CACHE/core-image.log}"
 MODE="${1:-}"
 case "$MODE" in
     ""|--packages-only|--background-images) ;;
@@ -135,35 +140,41 @@ else
 fi
 
 # ---- 3. images ------------------------------------------------------------------------
-BASE="${BASE:-agentgym/base:bookworm}"
-if [ "$BASE" = agentgym/base:bookworm ] && ! docker image inspect "$BASE" >/dev/null 2>&1; then
-    log "building the base image $BASE (containers/base/build.sh: debootstrap needs root)"
-    as_root env IMAGE="$BASE" bash "$REPO/containers/base/build.sh" || fail "building the base image $BASE failed"
-fi
-BASE="$BASE" bash "$REPO/containers/build.sh" core || fail "building the agentgym/core image failed"
-if [ "${WEBAPPS_IMAGE:-1}" != 0 ]; then
-    # Up to date: about a second. From scratch: minutes (its debootstrap, the sites' wheels, seeding every site).
-    if [ "$MODE" = --background-images ]; then
-        mkdir -p "$(dirname "$IMAGES_STATUS")" "$(dirname "$IMAGES_LOG")"
-        if read -r state pid < "$IMAGES_STATUS" 2>/dev/null && [ "$state" = building ] && kill -0 "$pid" 2>/dev/null; then
-            log "the tests' web-apps image is already being built (job $pid, log: $IMAGES_LOG)"
-        else
-            # setsid: the job outlives this script; its status file says when it is done and how it went.
-            rm -f "$IMAGES_STATUS"
-            # The tests' image, agentgym/webapps:tests: one site in turn, by the tests' rotation (tests/episodes.py:
-            # $AGENTGYM_TEST_ROTATION, else the UTC day), every site with AGENTGYM_TEST_SAMPLE=all.
-            rotation="${AGENTGYM_TEST_ROTATION:-$(($(date -u +%s) / 86400))}"
-            test_sites="turn:$rotation"
-            [ "${AGENTGYM_TEST_SAMPLE:-}" != all ] || test_sites=all
-            as_root env SITES="$test_sites" TAG=tests setsid bash -c 'echo "building $$" > "$1"; bash "$2" > "$3" 2>&1; status=$?
-                if [ "$status" = 0 ]; then echo ok > "$1"; else echo "failed $status" > "$1"; fi' \
-                build-webapps-image "$IMAGES_STATUS" "$REPO/containers/webapps/build.sh" "$IMAGES_LOG" \
-                < /dev/null > /dev/null 2>&1 &
-            for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$IMAGES_STATUS" ] && break; sleep 1; done
-            [ -s "$IMAGES_STATUS" ] || fail "the background build of the agentgym/webapps image did not start"
-            log "building the tests' agentgym/webapps:tests image ($test_sites) in the background ($(cat "$IMAGES_STATUS" 2>/dev/null); log: $IMAGES_LOG)"
+if [ "$MODE" = --background-images ]; then
+    job=""
+    for status_file in "$CORE_STATUS" "$IMAGES_STATUS"; do
+        if [ -f "$status_file" ] && read -r state pid < "$status_file" && [ "$state" = building ] \
+            && kill -0 "$pid" 2>/dev/null; then
+            job="$pid"
         fi
+    done
+    if [ -n "$job" ]; then
+        log "the tests' images are already being built (job $job; logs: $CORE_LOG, $IMAGES_LOG)"
     else
+        rm -f "$CORE_STATUS" "$IMAGES_STATUS"
+        # The tests' web-apps image holds one site, in turn by the tests' rotation (tests/episodes.py:
+        # $AGENTGYM_TEST_ROTATION, else the UTC day), or every site with AGENTGYM_TEST_SAMPLE=all.
+        test_sites="turn:${AGENTGYM_TEST_ROTATION:-$(($(date -u +%s) / 86400))}"
+        [ "${AGENTGYM_TEST_SAMPLE:-}" != all ] || test_sites=all
+        # setsid: the job outlives this script; its status files say when each image is done and how it went.
+        as_root env CORE_STATUS="$CORE_STATUS" CORE_LOG="$CORE_LOG" IMAGES_STATUS="$IMAGES_STATUS" \
+            IMAGES_LOG="$IMAGES_LOG" WEBAPPS_IMAGE="${WEBAPPS_IMAGE:-1}" TEST_SITES="$test_sites" \
+            ${BASE:+BASE="$BASE"} setsid bash "$REPO/containers/test-images.sh" < /dev/null > /dev/null 2>&1 &
+        for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$CORE_STATUS" ] && break; sleep 1; done
+        [ -s "$CORE_STATUS" ] || fail "the background build of the tests' images did not start"
+        then_webapps=", then agentgym/webapps:tests, $test_sites (log: $IMAGES_LOG)"
+        [ "${WEBAPPS_IMAGE:-1}" != 0 ] || then_webapps=""
+        log "building the tests' images in the background ($(cat "$CORE_STATUS")): agentgym/core (log: $CORE_LOG)$then_webapps"
+    fi
+else
+    BASE="${BASE:-agentgym/base:bookworm}"
+    if [ "$BASE" = agentgym/base:bookworm ] && ! docker image inspect "$BASE" >/dev/null 2>&1; then
+        log "building the base image $BASE (containers/base/build.sh: debootstrap needs root)"
+        as_root env IMAGE="$BASE" bash "$REPO/containers/base/build.sh" || fail "building the base image $BASE failed"
+    fi
+    BASE="$BASE" bash "$REPO/containers/build.sh" core || fail "building the agentgym/core image failed"
+    if [ "${WEBAPPS_IMAGE:-1}" != 0 ]; then
+        # Up to date: about a second. From scratch: minutes (its debootstrap, the sites' wheels, seeding every site).
         as_root bash "$REPO/containers/webapps/build.sh" || fail "building the agentgym/webapps image failed"
     fi
 fi

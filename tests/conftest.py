@@ -178,16 +178,18 @@ _background_prepare: list[subprocess.Popen] = []
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if hasattr(session.config, "workerinput"):
-        return  # an xdist worker: the controller starts the one background process
-    from images import CACHE
+    from images import CACHE, CORE_BUILD
 
-    CACHE.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "agentgym.cli", "prepare"]
-    for env_id in BACKGROUND_PREPARE:
-        command += ["--env", env_id]
-    with (CACHE / "tests-prepare.log").open("w") as log:
-        _background_prepare.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
+    if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist) starts the one
+        CACHE.mkdir(parents=True, exist_ok=True)  # background process
+        command = [sys.executable, "-m", "agentgym.cli", "prepare"]
+        for env_id in BACKGROUND_PREPARE:
+            command += ["--env", env_id]
+        with (CACHE / "tests-prepare.log").open("w") as log:
+            _background_prepare.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
+    # The docker tests decide at collection whether agentgym/core exists: wait for its background build
+    # (setup-host.sh --background-images) to end first; test_docker_backend.py fails with its log if it failed.
+    CORE_BUILD.problem()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -1,10 +1,11 @@
-"""The web-apps image that the README's test command builds in the background, and the docker backend's containers.
+"""The images that the README's test command builds in the background, and the docker backend's containers.
 
-``bash containers/setup-host.sh --background-images`` builds :data:`TEST_IMAGE` (one web-apps site, in turn
-by the tests' rotation) while the venv is installed and the tests run; the job's state is in a status file
-("building PID", then "ok" or "failed EXIT") and its output in a log, both under ``$AGENTGYM_CACHE`` (or the
-paths in ``$IMAGES_STATUS`` and ``$IMAGES_LOG``, as the script reads them).
-Tests that need the image wait for the job here.
+``bash containers/setup-host.sh --background-images`` starts ``containers/test-images.sh``, which builds
+agentgym/core (:data:`CORE_BUILD`: the docker backend's and the docker sandbox's image, with the base image) and
+then :data:`TEST_IMAGE` (:data:`WEBAPPS_BUILD`: one web-apps site, in turn by the tests' rotation) while the venv
+is installed and the tests run. Each build's state is in a status file ("building PID", then "ok" or
+"failed EXIT") and its output in a log, both under ``$AGENTGYM_CACHE`` (or the paths in ``$CORE_STATUS``,
+``$CORE_LOG``, ``$IMAGES_STATUS`` and ``$IMAGES_LOG``, as the scripts read them). Tests wait for them here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,41 +21,64 @@ import pytest
 #: The tests' web-apps image: containers/webapps/build.sh with SITES=turn:<rotation> TAG=tests.
 TEST_IMAGE = "agentgym/webapps:tests"
 CACHE = Path(os.environ.get("AGENTGYM_CACHE", Path.home() / ".cache" / "agentgym"))
-STATUS = Path(os.environ.get("IMAGES_STATUS", CACHE / "webapps-image.status"))
-LOG = Path(os.environ.get("IMAGES_LOG", CACHE / "webapps-image.log"))
-#: How long a test waits for the background build (seconds; ``$AGENTGYM_IMAGE_WAIT_S``).
+#: How long a test waits for a background build (seconds; ``$AGENTGYM_IMAGE_WAIT_S``).
 WAIT_S = float(os.environ.get("AGENTGYM_IMAGE_WAIT_S", "3600"))
 
 
-def log_tail(lines: int = 30) -> str:
-    try:
-        return "\n".join(LOG.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return f"(no log at {LOG})"
+@dataclass(frozen=True)
+class BackgroundBuild:
+    """One image build of the background job: what it builds, its status file and its log."""
 
+    image: str
+    status: Path
+    log: Path
 
-def wait_for_background_build() -> None:
-    """Return once no background build of the web-apps image is running (at once when none was started).
-
-    A build that failed, or whose job is gone without saying how it ended, fails the calling test with
-    the end of the build's log; one still running after :data:`WAIT_S` fails it too.
-    """
-    deadline = time.monotonic() + WAIT_S
-    build = "the background build of agentgym/webapps"
-    while True:
+    def log_tail(self, lines: int = 30) -> str:
         try:
-            state, *rest = STATUS.read_text().split() or ["building"]  # an empty file: being written
-        except FileNotFoundError:
-            return  # no background build (setup-host.sh without --background-images, or none at all)
-        if state == "ok":
-            return
-        if state == "failed":
-            pytest.fail(f"{build} failed (exit {rest[0]}); {LOG} ends:\n{log_tail()}")
-        if rest and not Path(f"/proc/{rest[0]}").exists() and STATUS.read_text().split()[:1] == ["building"]:
-            pytest.fail(f"{build} (job {rest[0]}) ended without a status; {LOG} ends:\n{log_tail()}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"{build} still runs after {WAIT_S:.0f} s; {LOG} ends:\n{log_tail()}")
-        time.sleep(5)
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return f"(no log at {self.log})"
+
+    def problem(self) -> str | None:
+        """Wait until the build is not running (at once when none was started); why it failed, or None.
+
+        A build that failed, or whose job is gone without saying how it ended, is a problem (with the end of
+        its log); so is one still running after :data:`WAIT_S`.
+        """
+        deadline = time.monotonic() + WAIT_S
+        build = f"the background build of {self.image}"
+        while True:
+            try:
+                state, *rest = self.status.read_text().split() or ["building"]  # an empty file: being written
+            except FileNotFoundError:
+                return None  # no background build (setup-host.sh without --background-images, or none at all)
+            if state == "ok":
+                return None
+            if state == "failed":
+                return f"{build} failed (exit {rest[0]}); {self.log} ends:\n{self.log_tail()}"
+            if rest and not Path(f"/proc/{rest[0]}").exists() and self.status.read_text().split()[:1] == ["building"]:
+                return f"{build} (job {rest[0]}) ended without a status; {self.log} ends:\n{self.log_tail()}"
+            if time.monotonic() > deadline:
+                return f"{build} still runs after {WAIT_S:.0f} s; {self.log} ends:\n{self.log_tail()}"
+            time.sleep(5)
+
+    def wait(self) -> None:
+        """Return once the build is done; fail the calling test with :meth:`problem` when it did not succeed."""
+        problem = self.problem()
+        if problem is not None:
+            pytest.fail(problem)
+
+
+CORE_BUILD = BackgroundBuild(
+    "agentgym/core",
+    Path(os.environ.get("CORE_STATUS", CACHE / "core-image.status")),
+    Path(os.environ.get("CORE_LOG", CACHE / "core-image.log")),
+)
+WEBAPPS_BUILD = BackgroundBuild(
+    TEST_IMAGE,
+    Path(os.environ.get("IMAGES_STATUS", CACHE / "webapps-image.status")),
+    Path(os.environ.get("IMAGES_LOG", CACHE / "webapps-image.log")),
+)
 
 
 def existing_containers(names: list[str]) -> list[str]:

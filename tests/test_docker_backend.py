@@ -1,8 +1,9 @@
 """The docker backend: ``gym.make(ID, backend="docker")`` from start to cleanup, and the Unix-socket server it uses.
 
 The docker tests need the ``docker`` CLI, a running dockerd and the ``agentgym/core`` image
-(``bash containers/setup-host.sh`` provides all three); without them they are skipped, saying
-which is missing. The Unix-socket tests run everywhere.
+(``bash containers/setup-host.sh`` provides all three; the test command's ``--background-images`` builds the
+image in the background, and tests/conftest.py waits for it before collecting); without them they are skipped,
+saying which is missing. The Unix-socket tests run everywhere.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
+from images import CORE_BUILD
 from test_server import assert_same_transitions, trajectory
 
 import agentgym
@@ -69,6 +71,12 @@ def wait_until_removed(container: str, timeout_s: float = 20.0) -> bool:
 def inspect(container: str) -> dict[str, Any]:
     output = subprocess.run(["docker", "container", "inspect", container], capture_output=True, check=True).stdout
     return json.loads(output)[0]
+
+
+def test_the_background_build_of_the_core_image_succeeded() -> None:
+    """The docker tests are skipped without agentgym/core; when the test command's background job (setup-host.sh
+    --background-images) was to build it and failed, this test fails with the end of its log."""
+    CORE_BUILD.wait()
 
 
 @needs_docker

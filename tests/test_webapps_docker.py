@@ -18,7 +18,7 @@ import time
 import gymnasium as gym
 import pytest
 from episodes import play_oracle
-from images import TEST_IMAGE, existing_containers, wait_for_background_build
+from images import TEST_IMAGE, WEBAPPS_BUILD, existing_containers
 
 import agentgym
 from agentgym.serving.backends.docker import FAMILY_DEFAULTS, container_user, image_for
@@ -37,7 +37,7 @@ def docker_skip_reason() -> str | None:
 @pytest.fixture(scope="module", autouse=True)
 def image() -> str:
     """The image, once its background build (if one runs) has finished; skipped when it is missing."""
-    wait_for_background_build()
+    WEBAPPS_BUILD.wait()
     reason = docker_skip_reason()
     if reason is not None:
         pytest.skip(f"webapps image: {reason}")
