@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from typing import TypeVar
 
 import gymnasium as gym
 
 import agentgym
+
+T = TypeVar("T")
 
 #: Families whose ids share one machinery (MiniWoB++'s 130 task pages; TextWorld's four generator settings,
 #: whose every id tests/test_textworld.py plays each run, and whose contract check is mostly minutes of game
@@ -17,8 +20,8 @@ import agentgym
 SAMPLED_FAMILIES: dict[str, int] = {"miniwob": 13, "textworld": 2}
 #: Ids whose family's other ids are subsets of its tasks (the web apps' site ids, WebApps-Shop-v0 ..., of
 #: WebApps-v0's one env class; each grounding source's id of Grounding-v0's mix, every source of which
-#: tests/test_grounding.py checks on its own): the tests that play every id play this one every run and one
-#: other in turn.
+#: tests/test_grounding.py checks on its own): the tests that play every id play one id of the family a run,
+#: this one and the others in turn.
 SUBSETS_OF: dict[str, str] = {"webapps": "WebApps-v0", "grounding": "Grounding-v0"}
 
 
@@ -33,23 +36,25 @@ def sample_everything() -> bool:
     return os.environ.get("AGENTGYM_TEST_SAMPLE") == "all"
 
 
+def in_turn(items: list[T], stride: int) -> list[T]:
+    """Every ``stride``-th of ``items``, starting at the run's :func:`rotation` (all of them under
+    :func:`sample_everything`): ``stride`` successive days cover every item."""
+    if sample_everything():
+        return list(items)
+    return items[rotation() % stride :: stride]
+
+
 def sampled(env_ids: list[str], strides: dict[str, int] = SAMPLED_FAMILIES) -> list[str]:
     """``env_ids`` with only every n-th id of the families in ``strides``, starting at the run's
-    :func:`rotation`, and of a family in :data:`SUBSETS_OF` its whole id and one other (all of them
-    under :func:`sample_everything`)."""
+    :func:`rotation`, and one id of a family in :data:`SUBSETS_OF` (its whole id or one of the others, in
+    turn); all of them under :func:`sample_everything`."""
     by_family: dict[str, list[str]] = {}
     for env_id in env_ids:
         by_family.setdefault(agentgym.env_info(env_id).family, []).append(env_id)
     picked = []
     for family, ids in by_family.items():
-        whole = SUBSETS_OF.get(family)
-        others = [env_id for env_id in ids if env_id != whole]
-        if whole in ids and others and not sample_everything():
-            in_turn = others[rotation() % len(others)]
-            picked.extend(env_id for env_id in ids if env_id in (whole, in_turn))
-            continue
-        stride = 1 if sample_everything() else strides.get(family, 1)
-        picked.extend(ids[rotation() % stride :: stride])
+        stride = len(ids) if SUBSETS_OF.get(family) in ids else strides.get(family, 1)
+        picked.extend(in_turn(ids, stride))
     return picked
 
 

@@ -24,8 +24,9 @@ from agentgym.utils.env_checker import spread_task_ids
 
 ENV_IDS = [info.id for info in agentgym.list_envs()]
 #: The ids whose contract and fingerprint are checked, their episodes played in full: every id, but of
-#: MiniWoB++ every 13th id (rotating daily, tests/episodes.py) and of the WebApps site ids one; all 130 MiniWoB++
-#: ids are checked within 13 days, or every id in one run with AGENTGYM_TEST_SAMPLE=all (docs/testing.md).
+#: MiniWoB++ every 13th id and of TextWorld every other (rotating daily, tests/episodes.py), and one WebApps id
+#: and one grounding id; all 130 MiniWoB++ ids are checked within 13 days, or every id in one run with
+#: AGENTGYM_TEST_SAMPLE=all (docs/testing.md).
 CHECKED_IDS = sampled(ENV_IDS)
 ORACLE_TASKS = 200
 #: Families (or single ids) whose episodes are slow (a JVM, a browser, a desktop) play fewer oracle
