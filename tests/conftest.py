@@ -170,7 +170,7 @@ def pytest_report_header() -> str:
 
 
 #: Env data built once per machine and cached, minutes of work on a fresh one (the grounding screenshots:
-#: about 2,200 MiniWoB pages loaded): prepared by a background process from the session's start, so that the
+#: about 1,800 MiniWoB pages loaded): prepared by a background process from the session's start, so that the
 #: build overlaps the other tests instead of stalling the first test that makes the id. A test that makes one
 #: of these ids meanwhile waits on the family's own build lock. Output: ``$AGENTGYM_CACHE/tests-prepare.log``.
 BACKGROUND_PREPARE = ("Grounding-v0",)

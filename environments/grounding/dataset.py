@@ -23,7 +23,9 @@ split counts), and up to ``tasks_per_page`` of its descriptions (:func:`~.descri
 turn, each element once before any twice) become tasks of that split until it holds its count; a task equal to one
 already made (same page group, phrase and box: instances that look alike) is not made twice. An env whose pages
 all fall in splits already full is not played again; one that gave no task in its first round
-(pages without describable elements, such as canvases) is dropped. Several envs of a round render at
+(pages without describable elements, such as canvases) is dropped, and with the source's
+``drop_after_barren_round``, one that gave no task in any round (its instances look like those already
+taken). Several envs of a round render at
 once (:func:`build_workers`, :meth:`~.capture.PageSource.rendered`) and their pages are consumed in the
 ids' order, so the tasks are the same for any number of workers; a page whose split is already full is
 loaded (its URL gives its group) but not captured (no screenshot, no elements read), and an env all of whose
@@ -174,6 +176,7 @@ def build(name: str, folder: Path, report: Callable[[str], None] = print, worker
     active = source.env_ids()
     # An env that shows other views from round to round shows other groups too: it is never played out.
     shows_views = bool(source.views or source.variants)
+    drop_barren = bool(spec.get("drop_after_barren_round", False))
     workers = build_workers() if workers is None else workers
 
     def wanted(group: str) -> bool:
@@ -197,6 +200,7 @@ def build(name: str, folder: Path, report: Callable[[str], None] = print, worker
                 break
             task_ids = range(round_number * BATCH, (round_number + 1) * BATCH)
             for env_id, env_pages in source.rendered(list(active), task_ids, wanted, workers, played_out):
+                yielded_before = yielded.get(env_id, 0)
                 for page in env_pages:
                     rendered += 1
                     captured += page.captured
@@ -242,7 +246,8 @@ def build(name: str, folder: Path, report: Callable[[str], None] = print, worker
                             }
                         )
                 full = {split for split in SPLIT_NAMES if len(tasks[split]) >= need[split]}
-                if (round_number == 0 and not yielded.get(env_id)) or (
+                barren = yielded.get(env_id, 0) == yielded_before
+                if (barren and (round_number == 0 or drop_barren)) or (
                     not shows_views and {splits.bucket(group) for group in groups_of.get(env_id, ())} <= full
                 ):
                     active.remove(env_id)
