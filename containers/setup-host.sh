@@ -152,17 +152,16 @@ if [ "$MODE" = --background-images ]; then
         log "the tests' images are already being built (job $job; logs: $CORE_LOG, $IMAGES_LOG)"
     else
         rm -f "$CORE_STATUS" "$IMAGES_STATUS"
-        # The tests' web-apps image holds one site, in turn by the tests' rotation (tests/episodes.py:
-        # $AGENTGYM_TEST_ROTATION, else the UTC day), or every site with AGENTGYM_TEST_SAMPLE=all.
-        test_sites="turn:${AGENTGYM_TEST_ROTATION:-$(($(date -u +%s) / 86400))}"
-        [ "${AGENTGYM_TEST_SAMPLE:-}" != all ] || test_sites=all
         # setsid: the job outlives this script; its status files say when each image is done and how it went.
+        # The tests' sampling settings pick the web-apps image's site (test-images.sh).
         as_root env CORE_STATUS="$CORE_STATUS" CORE_LOG="$CORE_LOG" IMAGES_STATUS="$IMAGES_STATUS" \
-            IMAGES_LOG="$IMAGES_LOG" WEBAPPS_IMAGE="${WEBAPPS_IMAGE:-1}" TEST_SITES="$test_sites" \
-            ${BASE:+BASE="$BASE"} setsid bash "$REPO/containers/test-images.sh" < /dev/null > /dev/null 2>&1 &
+            IMAGES_LOG="$IMAGES_LOG" WEBAPPS_IMAGE="${WEBAPPS_IMAGE:-1}" ${BASE:+BASE="$BASE"} \
+            ${AGENTGYM_TEST_ROTATION:+AGENTGYM_TEST_ROTATION="$AGENTGYM_TEST_ROTATION"} \
+            ${AGENTGYM_TEST_SAMPLE:+AGENTGYM_TEST_SAMPLE="$AGENTGYM_TEST_SAMPLE"} \
+            setsid bash "$REPO/containers/test-images.sh" < /dev/null > /dev/null 2>&1 &
         for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$CORE_STATUS" ] && break; sleep 1; done
         [ -s "$CORE_STATUS" ] || fail "the background build of the tests' images did not start"
-        then_webapps=", then agentgym/webapps:tests, $test_sites (log: $IMAGES_LOG)"
+        then_webapps=", then agentgym/webapps:tests (log: $IMAGES_LOG)"
         [ "${WEBAPPS_IMAGE:-1}" != 0 ] || then_webapps=""
         log "building the tests' images in the background ($(cat "$CORE_STATUS")): agentgym/core (log: $CORE_LOG)$then_webapps"
     fi

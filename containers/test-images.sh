@@ -5,8 +5,9 @@
 #
 #   1. agentgym/core:latest (containers/build.sh core, which first builds the base image agentgym/base:bookworm
 #      when it is missing): the docker backend's and the docker sandbox's tests need it;
-#   2. the tests' web-apps image agentgym/webapps:tests (containers/webapps/build.sh with SITES=$TEST_SITES,
-#      default turn:<UTC day>: one site in turn); WEBAPPS_IMAGE=0 leaves it out.
+#   2. the tests' web-apps image agentgym/webapps:tests (containers/webapps/build.sh): one site, in turn by the
+#      tests' rotation (tests/episodes.py: $AGENTGYM_TEST_ROTATION, else the UTC day), or every site with
+#      AGENTGYM_TEST_SAMPLE=all; WEBAPPS_IMAGE=0 leaves it out.
 #
 # Each build has a status file, "building PID" from the job's start, then "ok" or "failed EXIT", and a log:
 # $CORE_STATUS and $CORE_LOG, $IMAGES_STATUS and $IMAGES_LOG (defaults under ${AGENTGYM_CACHE:-~/.cache/agentgym}:
@@ -36,6 +37,7 @@ run_logged() {
 
 run_logged "$CORE_STATUS" "$CORE_LOG" bash "$REPO/containers/build.sh" core
 if [ "${WEBAPPS_IMAGE:-1}" != 0 ]; then
-    run_logged "$IMAGES_STATUS" "$IMAGES_LOG" \
-        env SITES="${TEST_SITES:-turn:$(($(date -u +%s) / 86400))}" TAG=tests bash "$REPO/containers/webapps/build.sh"
+    sites="turn:${AGENTGYM_TEST_ROTATION:-$(($(date -u +%s) / 86400))}"
+    [ "${AGENTGYM_TEST_SAMPLE:-}" != all ] || sites=all
+    run_logged "$IMAGES_STATUS" "$IMAGES_LOG" env SITES="$sites" TAG=tests bash "$REPO/containers/webapps/build.sh"
 fi
