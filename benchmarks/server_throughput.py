@@ -177,6 +177,34 @@ async def channel_client(url: str, env_id: str, counts: Counts, rng: random.Rand
     connection.close()
 
 
+async def batch_client(url: str, env_id: str, counts: Counts, rngs: list[random.Random], tasks: int) -> None:
+    """Sessions of ``agentgym serve`` played through one batch channel, a session per generator in ``rngs``:
+    each message steps every session (resets those whose episode ended), as a vector env's step does."""
+    connection = await Connection.open(url)
+    sessions = [(await connection.request("POST", "/sessions", {"env_id": env_id}))["session_id"] for _ in rngs]
+    channel = await WebSocket.open(url, "/batch")
+    ended = [True] * len(sessions)
+    while time.perf_counter() < counts.deadline:
+        calls = [
+            {"session_id": session, "call": "reset", "body": {"options": {"task_id": rng.randrange(tasks)}}}
+            if done
+            else {"session_id": session, "call": "step", "body": {"action": rng.choice(MOVES)}}
+            for session, done, rng in zip(sessions, ended, rngs, strict=True)
+        ]
+        for index, answer in enumerate((await channel.ask({"calls": calls}))["answers"]):
+            assert answer["status"] == 200, answer
+            if ended[index]:
+                counts.resets += 1
+                ended[index] = False
+            else:
+                counts.steps += 1
+                ended[index] = answer["answer"]["terminated"] or answer["answer"]["truncated"]
+    channel.close()
+    for session in sessions:
+        await connection.request("DELETE", f"/sessions/{session}")
+    connection.close()
+
+
 async def openenv_client(url: str, env_id: str, counts: Counts, rng: random.Random, tasks: int) -> None:
     """The same on OpenEnv's own server, over its WebSocket (``/ws``: one env per connection)."""
     channel = await WebSocket.open(url, "/ws")
@@ -192,11 +220,21 @@ async def openenv_client(url: str, env_id: str, counts: Counts, rng: random.Rand
     channel.close()
 
 
+#: The batch channels the ``batch`` mode shares its sessions among (each a vector env's round trips).
+BATCH_CHANNELS = 4
+
+
 async def play_for(client: Any, url: str, env_id: str, clients: int, seconds: float) -> tuple[int, int, float]:
-    """Steps and resets that ``clients`` concurrent ``client``s play in ``seconds``; and the elapsed time."""
+    """Steps and resets that ``clients`` concurrent sessions of ``client`` play in ``seconds``; and the elapsed
+    time. Each session is a client of its own, but for :func:`batch_client`, which plays a share of them."""
     tasks = agentgym.env_info(env_id).splits.total
     counts = Counts(seconds)
-    await asyncio.gather(*(client(url, env_id, counts, random.Random(i), tasks) for i in range(clients)))
+    rngs = [random.Random(i) for i in range(clients)]
+    if client is batch_client:
+        shares = [rngs[first::BATCH_CHANNELS] for first in range(min(BATCH_CHANNELS, clients))]
+        await asyncio.gather(*(batch_client(url, env_id, counts, share, tasks) for share in shares))
+    else:
+        await asyncio.gather(*(client(url, env_id, counts, rng, tasks) for rng in rngs))
     return counts.steps, counts.resets, time.perf_counter() - counts.started
 
 
@@ -239,6 +277,10 @@ MODES = {
     "http": ("agentgym serve, plain HTTP", http_client),
     "http-threads": ("agentgym serve --no-inline (env calls on session threads), plain HTTP", http_client),
     "websocket": ("agentgym serve, the session's WebSocket channel", channel_client),
+    "batch": (
+        f"agentgym serve, the batch channel ({BATCH_CHANNELS} channels, each stepping its sessions at once)",
+        batch_client,
+    ),
     "openenv": ("OpenEnv's server (openenv-core), its WebSocket", openenv_client),
 }
 
@@ -249,6 +291,7 @@ def throughput(env_id: str, clients: int, seconds: float, rounds: int) -> dict[s
         "http": ServerProcess([env_id], max_sessions=clients * 2),
         "http-threads": ServerProcess([env_id], max_sessions=clients * 2, server_args=["--no-inline"]),
         "websocket": ServerProcess([env_id], max_sessions=clients * 2),
+        "batch": ServerProcess([env_id], max_sessions=clients * 2),
         "openenv": OpenEnvServer(env_id, clients * 2),
     }
     runs: dict[str, list[tuple[float, float]]] = {mode: [] for mode in servers}

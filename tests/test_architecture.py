@@ -117,6 +117,11 @@ SERVING_FORBIDDEN = {
     "agentgym.serving.calls": ("agentgym.serving.server", "agentgym.serving.client", "agentgym.serving.backends"),
     "agentgym.serving.client": ("agentgym.serving.server", "agentgym.serving.backends", "agentgym.serving.calls"),
     "agentgym.serving.server": ("agentgym.serving.client", "agentgym.serving.backends"),
+    "agentgym.serving.vector_client": (
+        "agentgym.serving.server",
+        "agentgym.serving.backends",
+        "agentgym.serving.calls",
+    ),
 }
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 from asgi import serving_in_thread
+from doc_examples import python_block
 
 from agentgym.serving import api as server_api
 from agentgym.serving.calls import CALLS
@@ -104,12 +105,6 @@ def test_schemathesis_finds_no_failure_with_every_check(tmp_path: Path) -> None:
         run = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert "generated" in run.stdout and " failed" not in run.stdout.split("SUMMARY")[-1]
-
-
-def python_block(page: Path, starts_with: str) -> str:
-    """The first ```python block of ``page`` that starts with ``starts_with``."""
-    blocks = page.read_text().split("```python\n")[1:]
-    return next(block.split("```")[0] for block in blocks if block.startswith(starts_with))
 
 
 def test_the_plain_http_example_in_docs_runs(capsys: pytest.CaptureFixture[str]) -> None:

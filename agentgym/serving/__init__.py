@@ -8,7 +8,8 @@ Layers, each importing only those below it (tests/test_architecture.py checks th
   body in and a JSON answer out, run by the server and by the Ray backend's actor;
 * :mod:`.server` (``agentgym serve``, with its pydantic schema in :mod:`.api`) and
   :mod:`.client` (:class:`~.client.ProxyEnv`, the base of every remote env, and
-  :class:`~.client.RemoteEnv`);
+  :class:`~.client.RemoteEnv`), with :mod:`.vector_client` above it (:class:`~.vector_client.RemoteVectorEnv`,
+  sessions stepped together over the server's batch channel);
 * :mod:`.backends`: ``gym.make(ID, backend=...)``'s table, and one module per backend
   (``local``, ``process``, ``docker``, ``ray``).
 """

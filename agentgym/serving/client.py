@@ -332,22 +332,8 @@ class RemoteEnv(ProxyEnv):
         if self._channel is not None and self._channel_session == self.session_id:
             return self._channel
         self._close_channel()
-        from websockets.exceptions import WebSocketException
-        from websockets.sync.client import connect, unix_connect
-
         url = f"ws{self.url.removeprefix('http')}/sessions/{self.session_id}/channel"
-        options = {"open_timeout": self._timeouts[1], "compression": None, "max_size": None, "proxy": None}
-        for attempt in range(self.retries + 1):
-            try:
-                opening = unix_connect(self.uds, url, **options) if self.uds is not None else connect(url, **options)
-                with contextlib.ExitStack() as stack:  # kept open past the block: closed by _close_channel
-                    self._channel = stack.enter_context(opening)
-                    stack.pop_all()
-                break
-            except (OSError, TimeoutError, WebSocketException) as error:
-                if attempt == self.retries:
-                    raise ServerUnavailableError(f"cannot open the channel to {where}: {error}") from error
-                time.sleep(BACKOFF_S * 2**attempt)
+        self._channel = connect_websocket(url, self.uds, self._timeouts[1], self.retries, where)
         self._channel_session = self.session_id
         return self._channel
 
@@ -356,6 +342,27 @@ class RemoteEnv(ProxyEnv):
         if channel is not None:
             with contextlib.suppress(Exception):
                 channel.close()
+
+
+def connect_websocket(url: str, uds: str | None, open_timeout_s: float, retries: int, where: str) -> Any:
+    """An open WebSocket (websockets' sync client) to ``url`` (through the Unix socket ``uds`` when given),
+    its attempts retried with backoff; :class:`ServerUnavailableError` naming ``where`` when none opens."""
+    from websockets.exceptions import WebSocketException
+    from websockets.sync.client import connect, unix_connect
+
+    options = {"open_timeout": open_timeout_s, "compression": None, "max_size": None, "proxy": None}
+    for attempt in range(retries + 1):
+        try:
+            opening = unix_connect(uds, url, **options) if uds is not None else connect(url, **options)
+            with contextlib.ExitStack() as stack:  # kept open past the block: the caller closes it
+                channel = stack.enter_context(opening)
+                stack.pop_all()
+            return channel
+        except (OSError, TimeoutError, WebSocketException) as error:
+            if attempt == retries:
+                raise ServerUnavailableError(f"cannot open the channel to {where}: {error}") from error
+            time.sleep(BACKOFF_S * 2**attempt)
+    raise ValueError(f"retries must be at least 0, got {retries}")
 
 
 def _error_from(status: int, error: Any, text: str, where: str) -> Exception:

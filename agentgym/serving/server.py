@@ -25,6 +25,10 @@ and the ``process`` and ``docker`` backends run it. JSON in, JSON out:
   is one session call (or ``close``), answered in order with ``{"status", "answer"}`` or
   ``{"status", "error"}`` (:meth:`EnvServer.channel_message`); when the session is gone the
   channel closes with code 4404.
+* ``/batch`` is a WebSocket for calls of many sessions at once: each message ``{"calls":
+  [{"session_id", "call", "body"}, ...], "id"}`` is answered with ``{"answers": [...], "id"}``,
+  a channel reply per call, in order (:meth:`EnvServer.batch_message`); a vector env steps all
+  its sessions in one round trip (:class:`~agentgym.serving.vector_client.RemoteVectorEnv`).
 * ``GET /health`` (liveness and the served ids) and ``GET /metrics`` (sessions, calls,
   steps, errors by type, resident memory); ``GET /memory`` says where the memory is (Python's
   object count by type, glibc malloc's bytes in use and free): slower, for a leak hunt at rest.
@@ -302,32 +306,57 @@ class EnvServer:
         """
         request_id = None
         try:
-            if len(message) > max_bytes:
-                raise ProtocolError(413, "PayloadTooLarge", f"the message exceeds {max_bytes} bytes")
-            try:
-                request = json.loads(message)
-            except ValueError as error:
-                raise ProtocolError(400, "InvalidJSON", f"the message is not valid JSON: {error}") from None
-            if not isinstance(request, dict):
-                raise ProtocolError(422, "InvalidRequest", 'a channel message is a JSON object {"call", "body"}')
+            request = _channel_request(message, max_bytes)
             request_id = request.get("id")
+        except ProtocolError as error:
+            return self.channel_error(error).decode(), None
+        reply, closed, gone = await self.answer_call(session_id, request)
+        return _channel_reply(request_id, reply).decode(), 1000 if closed else CHANNEL_SESSION_GONE if gone else None
+
+    async def batch_message(self, message: str | bytes, max_bytes: int) -> str:
+        """Answer one message of the batch channel: ``{"calls": [{"session_id", "call", "body"}, ...], "id"}``
+        with ``{"answers": [...], "id"}``, one channel reply per call, in order.
+
+        The calls run together (one session's calls in order); each answers for itself, so a call to a
+        closed session or a bad call leaves the others' answers as they would be alone.
+        """
+        request: dict[str, Any] = {}
+        try:
+            request = _channel_request(message, max_bytes)
+            calls = body_field(request, "calls", list)
+            if not all(isinstance(call, dict) for call in calls):
+                raise ProtocolError(422, "InvalidRequest", "each of calls is an object {session_id, call, body}")
+            reply = b'{"answers":[%s]}' % b",".join(await asyncio.gather(*(self._batch_call(call) for call in calls)))
+        except ProtocolError as error:
+            reply = self.channel_error(error)
+        return _channel_reply(request.get("id"), reply).decode()
+
+    async def _batch_call(self, call: dict[str, Any]) -> bytes:
+        try:
+            session_id = body_field(call, "session_id", str)
+        except ProtocolError as error:
+            return self.channel_error(error)
+        return (await self.answer_call(session_id, call))[0]
+
+    async def answer_call(self, session_id: str, request: dict[str, Any]) -> tuple[bytes, bool, bool]:
+        """Run one channel call ``{"call", "body"}`` of ``session_id``: its reply (``{"status", "answer"}`` or
+        ``{"status", "error"}``), whether it was a ``close``, and whether the session is gone."""
+        try:
             name = body_field(request, "call", str)
             body = body_field(request, "body", dict, None) or {}
             if name == "close":
                 await self.close(session_id)
-                return _channel_reply(
-                    request_id, b'{"status":200,"answer":{"closed":%s}}' % encode_json(session_id)
-                ), 1000
+                return b'{"status":200,"answer":{"closed":%s}}' % encode_json(session_id), True, True
             payload = await self.call(session_id, name, body)
         except ProtocolError as error:
             gone = error.type == "UnknownSession" or error.details.get("session_closed", False)
-            return self.channel_error(error, request_id), CHANNEL_SESSION_GONE if gone else None
-        return _channel_reply(request_id, b'{"status":200,"answer":%s}' % payload), None
+            return self.channel_error(error), False, gone
+        return b'{"status":200,"answer":%s}' % payload, False, False
 
-    def channel_error(self, error: ProtocolError, request_id: Any = None) -> str:
+    def channel_error(self, error: ProtocolError) -> bytes:
         """A channel's error reply ``{"status", "error"}`` (counted like an HTTP error answer)."""
         self.errors[error.type] += 1
-        return _channel_reply(request_id, b'{"status":%d,%s' % (error.status, error.body()[1:]))
+        return b'{"status":%d,%s' % (error.status, error.body()[1:])
 
     async def _discard(self, session: Session) -> None:
         """Close the env where it runs and release its thread; never raises."""
@@ -359,11 +388,24 @@ class EnvServer:
         }
 
 
-def _channel_reply(request_id: Any, reply: bytes) -> str:
-    """A channel reply as text, carrying the request's ``id`` when it had one."""
+def _channel_request(message: str | bytes, max_bytes: int) -> dict[str, Any]:
+    """A channel message read as a JSON object; :class:`ProtocolError` when it is too large or not one."""
+    if len(message) > max_bytes:
+        raise ProtocolError(413, "PayloadTooLarge", f"the message exceeds {max_bytes} bytes")
+    try:
+        request = json.loads(message)
+    except ValueError as error:
+        raise ProtocolError(400, "InvalidJSON", f"the message is not valid JSON: {error}") from None
+    if not isinstance(request, dict):
+        raise ProtocolError(422, "InvalidRequest", "a channel message is a JSON object")
+    return request
+
+
+def _channel_reply(request_id: Any, reply: bytes) -> bytes:
+    """A channel reply carrying the request's ``id`` when it had one."""
     if request_id is not None:
         reply = b'{"id":%s,%s' % (encode_json(request_id), reply[1:])
-    return reply.decode()
+    return reply
 
 
 def _make(env_id: str, max_episode_steps: int | None, kwargs: dict[str, Any]) -> gym.Env:
@@ -619,7 +661,29 @@ def create_app(
 
     # A raw ASGI app, not a decorated function: each message skips Starlette's WebSocket wrapper.
     app.router.routes.append(WebSocketRoute("/sessions/{session_id}/channel", SessionChannel(server, max_body_bytes)))
+    app.router.routes.append(WebSocketRoute("/batch", BatchChannel(server, max_body_bytes)))
     return app
+
+
+class BatchChannel:
+    """The ASGI app of the batch channel: each message calls of many sessions, answered in order (docs/serving.md)."""
+
+    def __init__(self, server: EnvServer, max_message_bytes: int) -> None:
+        self.server, self.max_message_bytes = server, max_message_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+        if (await receive())["type"] != "websocket.connect":
+            return
+        await send({"type": "websocket.accept"})
+        with contextlib.suppress(OSError):  # the client left mid-reply (uvicorn raises ClientDisconnected)
+            while True:
+                message = await receive()
+                if message["type"] != "websocket.receive":  # websocket.disconnect
+                    return
+                data = message.get("text")
+                data = data if data is not None else message.get("bytes") or b""
+                reply = await self.server.batch_message(data, self.max_message_bytes)
+                await send({"type": "websocket.send", "text": reply})
 
 
 class SessionChannel:
@@ -636,7 +700,7 @@ class SessionChannel:
         try:
             session = server.get(session_id)
         except ProtocolError as error:
-            await send({"type": "websocket.send", "text": server.channel_error(error)})
+            await send({"type": "websocket.send", "text": server.channel_error(error).decode()})
             return await send({"type": "websocket.close", "code": CHANNEL_SESSION_GONE, "reason": "no such session"})
         busy = False
 
