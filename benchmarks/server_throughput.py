@@ -1,10 +1,12 @@
 """Env server throughput (against OpenEnv's server), remote-env latency and server memory over many sessions.
 
-* Steps/s with 256 concurrent sessions on loopback, four ways, taking turns, three rounds
+* Steps/s with 256 concurrent sessions on loopback, five ways, taking turns, three rounds
   each (medians): ``agentgym serve`` over plain HTTP (env calls on the event loop, the
   puzzles' ``inline_safe``, the default; and on session threads, ``--no-inline``), over
-  each session's WebSocket channel, and OpenEnv's own server (``HTTPEnvServer`` from
-  openenv-core) serving the same env over its WebSocket. Every client plays episodes of
+  each session's WebSocket channel, over the batch channel (the sessions shared among
+  :data:`BATCH_CHANNELS` channels, each message stepping all of a channel's sessions, as a
+  vector env's step does: ``RemoteVectorEnv``), and OpenEnv's own server (``HTTPEnvServer``
+  from openenv-core) serving the same env over its WebSocket. Every session plays episodes of
   random moves; the load generators are minimal asyncio HTTP/1.1 and WebSocket clients,
   cheaper than any server, so that the number is the server's; each server's CPU use is
   reported beside it.

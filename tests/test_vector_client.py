@@ -69,6 +69,23 @@ def test_remote_vector_env_plays_as_sync_vector_env(url: str, mode: AutoresetMod
         local.close()
 
 
+def test_sessions_on_threads_of_their_own_play_as_inline_ones() -> None:
+    """A server that runs every env call on its session's thread (``--no-inline``): a batch's calls run
+    together, and the vector env still plays as the local one."""
+    local = SyncVectorEnv([lambda: gym.make(ENV_ID, max_episode_steps=LIMIT)] * 4)
+    with serving_in_thread(create_app([ENV_ID], inline=False)) as url:
+        remote = RemoteVectorEnv(url, ENV_ID, 4, max_episode_steps=LIMIT)
+        try:
+            assert_same(remote.reset(seed=3), local.reset(seed=3))
+            rng = random.Random(1)
+            for _ in range(6):
+                actions = tuple(rng.choice(MOVES) for _ in range(4))
+                assert_same(remote.step(actions), local.step(actions))
+        finally:
+            remote.close()
+            local.close()
+
+
 def test_a_failed_call_raises_after_its_batch_and_a_reset_opens_a_new_session(url: str) -> None:
     remote = RemoteVectorEnv(url, ENV_ID, 3)
     try:
@@ -109,20 +126,22 @@ def test_the_batch_channel_answers_each_call_for_itself(url: str) -> None:
             {"session_id": "no-such-session", "call": "step", "body": {"action": "Action: up"}},
             {"session_id": sessions[1], "call": "no_such_call"},
             {"call": "step"},
+            {"session_id": ["not", "a", "string"], "call": "step"},
             {"session_id": sessions[1], "call": "close"},
             {"session_id": sessions[1], "call": "step", "body": {"action": "Action: up"}},
         ]
         answers = batch(channel, {"calls": calls})["answers"]
-        assert [answer["status"] for answer in answers] == [200, 404, 404, 422, 200, 404]
+        assert [answer["status"] for answer in answers] == [200, 404, 404, 422, 422, 200, 404]
         assert [answer.get("error", {}).get("type") for answer in answers] == [
             None,
             "UnknownSession",
             "NotFound",
             "InvalidRequest",
+            "InvalidRequest",
             None,
             "UnknownSession",
         ]
-        assert answers[4]["answer"] == {"closed": sessions[1]}
+        assert answers[5]["answer"] == {"closed": sessions[1]}
         for message, kind in [
             ("not json", "InvalidJSON"),
             ({"id": 3, "calls": [1]}, "InvalidRequest"),
