@@ -326,32 +326,11 @@ class EnvServer:
             calls = body_field(request, "calls", list)
             if not all(isinstance(call, dict) for call in calls):
                 raise ProtocolError(422, "InvalidRequest", "each of calls is an object {session_id, call, body}")
-            reply = b'{"answers":[%s]}' % b",".join(await self._answer_batch(calls))
+            replies = await asyncio.gather(*(self._batch_call(call) for call in calls))
+            reply = b'{"answers":[%s]}' % b",".join(replies)
         except ProtocolError as error:
             reply = self.channel_error(error)
         return _channel_reply(request.get("id"), reply).decode()
-
-    async def _answer_batch(self, calls: list[dict[str, Any]]) -> list[bytes]:
-        """The replies to ``calls``, in order. The calls of envs on threads of their own run together (as
-        tasks); meanwhile the inline envs' calls run one after another, each at once (it waits on nothing
-        but its session's lock), without a task's cost."""
-        threaded = {
-            index: asyncio.ensure_future(self._batch_call(call))
-            for index, call in enumerate(calls)
-            if self._threaded(call.get("session_id"))
-        }
-        replies = [b""] * len(calls)
-        for index, call in enumerate(calls):
-            if index not in threaded:
-                replies[index] = await self._batch_call(call)
-        for index, task in threaded.items():
-            replies[index] = await task
-        return replies
-
-    def _threaded(self, session_id: Any) -> bool:
-        """Whether ``session_id`` names an open session whose env calls run on a thread of its own."""
-        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
-        return session is not None and session.executor is not None
 
     async def _batch_call(self, call: dict[str, Any]) -> bytes:
         try:
