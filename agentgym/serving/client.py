@@ -129,16 +129,7 @@ class ProxyEnv(gym.Env[Any, str], abc.ABC):
 
     def step(self, action: str | dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """Play one action: a text reply, or a tool call or assistant message (a dict)."""
-        if not isinstance(action, (str, dict)):  # as TextEnv.step reads it
-            action = action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
-        answer = self._call("step", {"action": action})
-        return (
-            decode_observation(answer["observation"]),
-            answer["reward"],
-            answer["terminated"],
-            answer["truncated"],
-            answer["info"],
-        )
+        return stepped(self._call("step", {"action": wire_action(action)}))
 
     def render(self) -> Any:
         return self._call("render", {})["render"]
@@ -342,6 +333,25 @@ class RemoteEnv(ProxyEnv):
         if channel is not None:
             with contextlib.suppress(Exception):
                 channel.close()
+
+
+def wire_action(action: Any) -> str | dict[str, Any]:
+    """An action as a ``step`` call carries it: a text reply or a dict as it is, anything else read as
+    ``TextEnv.step`` reads it."""
+    if isinstance(action, (str, dict)):
+        return action
+    return action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
+
+
+def stepped(answer: dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    """A ``step`` answer as ``step`` returns it: observation, reward, terminated, truncated, info."""
+    return (
+        decode_observation(answer["observation"]),
+        answer["reward"],
+        answer["terminated"],
+        answer["truncated"],
+        answer["info"],
+    )
 
 
 def connect_websocket(url: str, uds: str | None, open_timeout_s: float, retries: int, where: str) -> Any:

@@ -30,8 +30,16 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from agentgym.serving.client import RemoteEnv, RemoteEnvError, ServerUnavailableError, _error_from, connect_websocket
-from agentgym.serving.wire import decode_observation, encode_json
+from agentgym.serving.client import (
+    RemoteEnv,
+    RemoteEnvError,
+    ServerUnavailableError,
+    _error_from,
+    connect_websocket,
+    stepped,
+    wire_action,
+)
+from agentgym.serving.wire import encode_json
 
 #: A batch's call: the sub-env's index, the session call's name and its body.
 Call = tuple[int, str, dict[str, Any]]
@@ -135,17 +143,20 @@ class RemoteVectorEnv(VectorEnv):
             else:
                 if self.autoreset_mode == AutoresetMode.DISABLED and self._autoreset_envs[index]:
                     raise gym.error.ResetNeeded(f"sub-env {index} ended: reset it (options['reset_mask'])")
-                calls.append((index, "step", {"action": _action(action)}))
+                calls.append((index, "step", {"action": wire_action(action)}))
         infos_of: list[dict[str, Any]] = [{}] * self.num_envs
         for (index, name, _), answer in zip(calls, self._run(calls), strict=True):
             if name == "reset":
                 self._env_obs[index], infos_of[index] = self.envs[index]._started(answer)
                 self._rewards[index], self._terminations[index], self._truncations[index] = 0.0, False, False
             else:
-                self._env_obs[index] = decode_observation(answer["observation"])
-                self._rewards[index] = answer["reward"]
-                self._terminations[index], self._truncations[index] = answer["terminated"], answer["truncated"]
-                infos_of[index] = answer["info"]
+                (
+                    self._env_obs[index],
+                    self._rewards[index],
+                    self._terminations[index],
+                    self._truncations[index],
+                    infos_of[index],
+                ) = stepped(answer)
         ended = np.logical_or(self._terminations, self._truncations)
         finals: dict[int, dict[str, Any]] = {}
         if self.autoreset_mode == AutoresetMode.SAME_STEP and ended.any():
@@ -271,10 +282,3 @@ def _reset_mask(mask: Any, count: int) -> np.ndarray:
     if not mask.any():
         raise ValueError("options['reset_mask'] must have at least one True value")
     return mask
-
-
-def _action(action: Any) -> str | dict[str, Any]:
-    """A sub-env's action as the wire carries it (as ``ProxyEnv.step`` reads it)."""
-    if isinstance(action, (str, dict)):
-        return action
-    return action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
