@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +96,7 @@ class EvalItem:
             data["task_ids"] = list(self.task_ids)
         return data
 
-    @property
+    @cached_property
     def label(self) -> str:
         """The env id with its kwargs, ``FrozenLake-v0[is_slippery=True]``; backend kwargs are left out.
 
