@@ -5,10 +5,15 @@ process. The bare loop is what a user writes by hand: ``reset``, then ``oracle_a
 ``step`` until the episode ends. The runner adds the chat wrapper, 256 episodes in
 flight, per-turn records and an append-only trajectory file. Target: >= 80% of direct.
 
-The machine is shared, so the two are measured side by side in one process: ``--rounds``
-rounds, each playing the direct loop and then the runner over the same episodes, and each
-side's best round is reported (the round least disturbed by other load), with the median
-of the per-round ratios beside it.
+Between the two, the recording floor: the bare loop plus what any recording harness must do, the
+chat transcript (the same :class:`~agentgym.wrappers.chat.ChatWrapper`) and one JSON line per
+episode (its messages and each step's action, reward and info), written and flushed. It says how
+much of the runner's cost is the record itself.
+
+The machine is shared, so the sides are measured side by side in one process: ``--rounds``
+rounds, each playing the direct loop, the recording floor and then the runner over the same
+episodes, and each side's best round is reported (the round least disturbed by other load),
+with the median of the per-round ratios beside it.
 
     python benchmarks/runner_overhead.py                 # writes results/runner_overhead.{md,json}
     python benchmarks/runner_overhead.py --env Maze-v0 --episodes 500 --rounds 3 --no-write
@@ -21,12 +26,15 @@ import asyncio
 import statistics
 import tempfile
 import time
+from functools import partial
 
 import gymnasium as gym
+import orjson
 from recording import record
 
 from agentgym.evaluation.runner import EvalItem, plan, run_eval
 from agentgym.llm.policies import OraclePolicy
+from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, ChatWrapper
 
 
 def direct(item: EvalItem) -> tuple[int, float, float]:
@@ -40,6 +48,26 @@ def direct(item: EvalItem) -> tuple[int, float, float]:
         while not (terminated or truncated):
             _, _, terminated, truncated, _ = env.step(base.oracle_action())
             steps += 1
+    return steps, time.perf_counter() - clock, time.process_time() - cpu
+
+
+def recording_floor(item: EvalItem) -> tuple[int, float, float]:
+    """Steps, seconds and CPU seconds for the bare loop that also keeps the chat transcript and
+    writes each episode as a JSON line (messages, and action, reward and info per step)."""
+    chat = ChatWrapper(gym.make(item.env), DEFAULT_SYSTEM_PROMPT)
+    base = chat.unwrapped
+    steps, clock, cpu = 0, time.perf_counter(), time.process_time()
+    with tempfile.TemporaryFile() as out:
+        for planned in plan([item], seed=0):
+            chat.reset(seed=planned.seed, options={"task_id": planned.task_id})
+            turns, terminated, truncated = [], False, False
+            while not (terminated or truncated):
+                action = base.oracle_action()
+                _, reward, terminated, truncated, info = chat.step(action)
+                turns.append({"action": action, "reward": reward, "info": info})
+                steps += 1
+            out.write(orjson.dumps({"key": planned.key, "messages": chat.transcript, "turns": turns}) + b"\n")
+            out.flush()
     return steps, time.perf_counter() - clock, time.process_time() - cpu
 
 
@@ -66,50 +94,57 @@ def main() -> None:
     parser.add_argument("--env", action="append", help="env id (repeatable; default: FrozenLake, Maze, Sokoban)")
     parser.add_argument("--episodes", type=int, default=2000, help="episodes per env (train split)")
     parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--rounds", type=int, default=5, help="direct-then-runner rounds; each side's best is kept")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of every side; each side's best is kept")
     parser.add_argument("--no-write", action="store_true", help="print only; do not update results/")
     args = parser.parse_args()
 
+    runner = partial(through_runner, concurrency=args.concurrency)
+    sides = {"direct": direct, "floor": recording_floor, "runner": runner}
     rows = []
     for env_id in args.env or ["FrozenLake-v0", "Maze-v0", "Sokoban-v0"]:
         item = EvalItem(env_id, args.episodes, split="train")
-        direct(EvalItem(env_id, 50, split="dev"))  # warm caches (imports, word lists) for both
-        direct_rates, runner_rates, direct_cpu, runner_cpu = [], [], [], []
+        direct(EvalItem(env_id, 50, split="dev"))  # warm caches (imports, word lists) for all sides
+        rates: dict[str, list[float]] = {side: [] for side in sides}
+        cpu: dict[str, list[float]] = {side: [] for side in sides}
         for _ in range(args.rounds):
-            direct_steps, direct_s, direct_cpu_s = direct(item)
-            runner_steps, runner_s, runner_cpu_s = through_runner(item, args.concurrency)
-            assert runner_steps == direct_steps, (runner_steps, direct_steps)
-            direct_rates.append(direct_steps / direct_s)
-            runner_rates.append(runner_steps / runner_s)
-            direct_cpu.append(direct_cpu_s / direct_steps * 1e6)
-            runner_cpu.append(runner_cpu_s / runner_steps * 1e6)
+            for side, play in sides.items():
+                steps, seconds, cpu_seconds = play(item)
+                rates[side].append(steps / seconds)
+                cpu[side].append(cpu_seconds / steps * 1e6)
+                if side == "direct":
+                    direct_steps = steps
+                assert steps == direct_steps, (side, steps, direct_steps)
+        best = {side: max(rates[side]) for side in sides}
+        least_cpu = {side: min(cpu[side]) for side in sides}
         rows.append(
             {
                 "env": env_id,
                 "episodes": args.episodes,
                 "steps": direct_steps,
                 "rounds": args.rounds,
-                "direct_steps_per_s": max(direct_rates),
-                "runner_steps_per_s": max(runner_rates),
-                "ratio": max(runner_rates) / max(direct_rates),
-                "median_round_ratio": statistics.median(r / d for r, d in zip(runner_rates, direct_rates)),
-                "direct_cpu_us_per_step": min(direct_cpu),
-                "runner_cpu_us_per_step": min(runner_cpu),
-                "cpu_ratio": min(direct_cpu) / min(runner_cpu),
-                "direct_rounds": direct_rates,
-                "runner_rounds": runner_rates,
+                **{f"{side}_steps_per_s": best[side] for side in sides},
+                "ratio": best["runner"] / best["direct"],
+                "floor_ratio": best["floor"] / best["direct"],
+                "median_round_ratio": statistics.median(
+                    runner / plain for runner, plain in zip(rates["runner"], rates["direct"], strict=True)
+                ),
+                **{f"{side}_cpu_us_per_step": least_cpu[side] for side in sides},
+                "cpu_ratio": least_cpu["direct"] / least_cpu["runner"],
+                **{f"{side}_rounds": rates[side] for side in sides},
             }
         )
     lines = [
-        "| env | episodes | steps | direct steps/s (best) | runner steps/s (best) | runner ÷ direct "
-        "| median round ratio | CPU µs/step direct / runner | by CPU time |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| env | episodes | steps | direct steps/s (best) | recording floor steps/s (best) | runner steps/s (best) "
+        "| floor ÷ direct | runner ÷ direct | median round ratio | CPU µs/step direct / floor / runner "
+        "| runner by CPU time |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row['env']} | {row['episodes']} | {row['steps']} | {row['direct_steps_per_s']:,.0f} | "
-            f"{row['runner_steps_per_s']:,.0f} | {row['ratio']:.0%} | {row['median_round_ratio']:.0%} | "
-            f"{row['direct_cpu_us_per_step']:.1f} / {row['runner_cpu_us_per_step']:.1f} | {row['cpu_ratio']:.0%} |"
+            f"{row['floor_steps_per_s']:,.0f} | {row['runner_steps_per_s']:,.0f} | {row['floor_ratio']:.0%} | "
+            f"{row['ratio']:.0%} | {row['median_round_ratio']:.0%} | {row['direct_cpu_us_per_step']:.1f} / "
+            f"{row['floor_cpu_us_per_step']:.1f} / {row['runner_cpu_us_per_step']:.1f} | {row['cpu_ratio']:.0%} |"
         )
     table = "\n".join(lines)
     print(table)
@@ -117,7 +152,7 @@ def main() -> None:
         return
     setup = (
         f"oracle policy, concurrency {args.concurrency}, {args.episodes} train episodes per env, "
-        f"{args.rounds} rounds of direct then runner in one process, each side's best round; "
+        f"{args.rounds} rounds of direct, recording floor and runner in one process, each side's best round; "
         "target: runner >= 80% of direct"
     )
     record("runner_overhead", "Runner overhead", setup, table, rows)
