@@ -36,6 +36,9 @@ from agentgym.evaluation.runner import EvalItem, plan, run_eval
 from agentgym.llm.policies import OraclePolicy
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, ChatWrapper
 
+#: The puzzles (a step of 10-30 µs: the harness weighs most), then text envs of 50-400 µs a step.
+DEFAULT_ENVS = ["FrozenLake-v0", "Maze-v0", "Sokoban-v0", "TextCraft-v0", "WebShop-v0", "Wordle-v0"]
+
 
 def direct(item: EvalItem) -> tuple[int, float, float]:
     """Steps, seconds and CPU seconds for the bare loop over the run's planned episodes."""
@@ -91,7 +94,7 @@ def through_runner(item: EvalItem, concurrency: int) -> tuple[int, float, float]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", action="append", help="env id (repeatable; default: FrozenLake, Maze, Sokoban)")
+    parser.add_argument("--env", action="append", help="env id (repeatable; default: DEFAULT_ENVS)")
     parser.add_argument("--episodes", type=int, default=2000, help="episodes per env (train split)")
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=5, help="rounds of every side; each side's best is kept")
@@ -101,7 +104,7 @@ def main() -> None:
     runner = partial(through_runner, concurrency=args.concurrency)
     sides = {"direct": direct, "floor": recording_floor, "runner": runner}
     rows = []
-    for env_id in args.env or ["FrozenLake-v0", "Maze-v0", "Sokoban-v0"]:
+    for env_id in args.env or DEFAULT_ENVS:
         item = EvalItem(env_id, args.episodes, split="train")
         direct(EvalItem(env_id, 50, split="dev"))  # warm caches (imports, word lists) for all sides
         rates: dict[str, list[float]] = {side: [] for side in sides}
