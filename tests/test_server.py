@@ -31,7 +31,7 @@ from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.serving import server as server_module
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError, ServerUnavailableError
-from agentgym.serving.server import create_app
+from agentgym.serving.server import ChannelsFirst, create_app
 from agentgym.serving.wire import (
     CHANNEL_SESSION_GONE,
     decode_observation,
@@ -119,8 +119,10 @@ def registered_envs() -> Iterator[None]:
 
 @contextlib.contextmanager
 def serving(env_ids: list[str], **options: Any) -> Iterator[str]:
-    """Run ``create_app(env_ids, **options)`` with uvicorn in a thread; yields its URL."""
-    app = create_app(env_ids, **options)
+    """Run ``create_app(env_ids, **options)`` with uvicorn in a thread, as ``agentgym serve`` runs it
+    (:class:`ChannelsFirst`: the channels' tests here play its path, tests/test_vector_client.py the app's own);
+    yields its URL."""
+    app = ChannelsFirst(create_app(env_ids, **options))
     sock = listening_socket("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

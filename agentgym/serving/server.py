@@ -666,6 +666,33 @@ def create_app(
     return app
 
 
+class ChannelsFirst:
+    """The server app as ``agentgym serve`` runs it: a WebSocket connection to a channel route goes
+    straight to its endpoint, everything else through the app.
+
+    A channel's messages then skip FastAPI's middleware stack, whose layers each wrapped every
+    ``send`` and were passed through at every resume of the channel's task (about 12% of the
+    session channel's server time per step, ``benchmarks/server_throughput.py``). The routes are the
+    app's own (its WebSocket routes, matched by Starlette), so the app alone serves the same.
+    """
+
+    def __init__(self, app: Any) -> None:
+        from starlette.routing import WebSocketRoute
+
+        self.app = app
+        self.channels = [route for route in app.router.routes if isinstance(route, WebSocketRoute)]
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+        if scope["type"] == "websocket":
+            from starlette.routing import Match
+
+            for route in self.channels:
+                match, child_scope = route.matches(scope)
+                if match is Match.FULL:
+                    return await route.app({**scope, **child_scope}, receive, send)
+        await self.app(scope, receive, send)
+
+
 class BatchChannel:
     """The ASGI app of the batch channel: each message calls of many sessions, answered in order (docs/serving.md)."""
 
@@ -875,7 +902,7 @@ def serve(
             prepare_env(env_id, report=lambda line, env_id=env_id: print(f"preparing {env_id}: {line}", flush=True))
     sock = unix_socket(uds) if uds is not None else listening_socket(host, port, fd)
     # Keep-alive as long as an agent may think between steps: a RemoteEnv holds one connection.
-    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_keep_alive=600)
+    config = uvicorn.Config(ChannelsFirst(app), log_level=log_level, access_log=False, timeout_keep_alive=600)
     server = uvicorn.Server(config)
     if exit_with_fd is not None:
         threading.Thread(target=_exit_at_eof, args=(exit_with_fd, server), daemon=True).start()
