@@ -109,21 +109,22 @@ def main() -> None:
         direct(EvalItem(env_id, 50, split="dev"))  # warm caches (imports, word lists) for all sides
         rates: dict[str, list[float]] = {side: [] for side in sides}
         cpu: dict[str, list[float]] = {side: [] for side in sides}
+        played: set[int] = set()  # every side plays the same episodes: one step count
         for _ in range(args.rounds):
             for side, play in sides.items():
                 steps, seconds, cpu_seconds = play(item)
+                played.add(steps)
                 rates[side].append(steps / seconds)
                 cpu[side].append(cpu_seconds / steps * 1e6)
-                if side == "direct":
-                    direct_steps = steps
-                assert steps == direct_steps, (side, steps, direct_steps)
+        assert len(played) == 1, played
+        (steps,) = played
         best = {side: max(rates[side]) for side in sides}
         least_cpu = {side: min(cpu[side]) for side in sides}
         rows.append(
             {
                 "env": env_id,
                 "episodes": args.episodes,
-                "steps": direct_steps,
+                "steps": steps,
                 "rounds": args.rounds,
                 **{f"{side}_steps_per_s": best[side] for side in sides},
                 "ratio": best["runner"] / best["direct"],

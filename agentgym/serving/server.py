@@ -677,18 +677,17 @@ class ChannelsFirst:
     """
 
     def __init__(self, app: Any) -> None:
-        from starlette.routing import WebSocketRoute
+        from starlette.routing import Match, WebSocketRoute
 
         self.app = app
         self.channels = [route for route in app.router.routes if isinstance(route, WebSocketRoute)]
+        self._full_match = Match.FULL
 
     async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
         if scope["type"] == "websocket":
-            from starlette.routing import Match
-
             for route in self.channels:
                 match, child_scope = route.matches(scope)
-                if match is Match.FULL:
+                if match is self._full_match:
                     return await route.app({**scope, **child_scope}, receive, send)
         await self.app(scope, receive, send)
 
