@@ -40,7 +40,7 @@ class Tokens:
     completion: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class Turn:
     """One step of an eval episode: the action the env read and what it answered."""
 

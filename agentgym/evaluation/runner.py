@@ -68,7 +68,7 @@ from agentgym.wrappers.vision import ImageOptions, replace_images, screenshot_kw
 #: ``info`` keys a turn record leaves out: the episode record holds them once.
 REDUNDANT_INFO = ("task_id", "split", "instruction", "steps")
 #: ``info`` keys not in a turn's ``info``: the redundant ones, and those the turn holds as fields.
-TURN_LEAVES_OUT = frozenset({*REDUNDANT_INFO, "action", "invalid_action"})
+TURN_LEAVES_OUT = (*REDUNDANT_INFO, "action", "invalid_action")
 #: Env kwargs that say where an env runs, not what it plays: left out of episode labels.
 BACKEND_KWARGS = ("backend", "ray_", "docker_")
 
@@ -394,8 +394,13 @@ class Runner:
         finally:
             if host is not None:
                 await self._release(host, broken)
-        # Images are kept in the record as their screenshot files (OUT/screenshots/...), not as data URLs.
-        if any(isinstance(message.get("content"), list) for message in record.messages):
+        # Images are kept in the record as their screenshot files (OUT/screenshots/...), not as data URLs;
+        # only a run that shows images has messages with content parts.
+        if (
+            self.images is not None
+            and self.images.images
+            and any(isinstance(message.get("content"), list) for message in record.messages)
+        ):
             saved = [path for path in record.screenshots or () if path]
             record.messages = replace_images(list(record.messages), itertools.chain(saved, itertools.repeat(None)))
         else:  # no message has content parts: no image to replace
@@ -486,32 +491,36 @@ class Runner:
         turns = record.turns
         tokens = record.tokens = Tokens()
         act, call, clock = self.policy.act, host.call, time.perf_counter
-        step_now = host.step_now if host.inline else None  # an inline env is stepped without a coroutine
+        # An inline env is stepped without a coroutine, and asked for a reply ready at once first.
+        step_now = host.step_now if host.inline else None
+        act_now = self.policy.act_now if host.inline else None
         while True:
             started = clock()
-            reply = await act(messages, episode)
+            reply = None if act_now is None else act_now(messages, episode)
+            if reply is None:
+                reply = await act(messages, episode)
             replied = clock()
             if step_now is not None:
                 messages, reward, terminated, truncated, info = step_now(reply.action)
             else:
                 messages, reward, terminated, truncated, info = await call(partial(chat.step, reply.action))
-            turn_info = {key: value for key, value in info.items() if key not in TURN_LEAVES_OUT}
-            action = info.get("action", reply.text)
-            invalid = bool(info.get("invalid_action", False))
+            turn_info = info.copy()
+            for key in TURN_LEAVES_OUT:
+                turn_info.pop(key, None)
+            # Turn's fields in order (positional: a step's record is built for every step of every episode)
             turns.append(
                 Turn(
-                    action=action,
-                    reward=reward,
-                    invalid_action=invalid,
-                    terminated=terminated,
-                    truncated=truncated,
-                    info=turn_info,
-                    policy_s=replied - started,
-                    env_s=clock() - replied,
-                    prompt_tokens=reply.prompt_tokens,
-                    completion_tokens=reply.completion_tokens,
-                    # the calls as the model made them (the env's reading is in info["tool_call"])
-                    tool_calls=reply.tool_calls or None,
+                    info.get("action", reply.text),
+                    reward,
+                    bool(info.get("invalid_action", False)),
+                    terminated,
+                    truncated,
+                    turn_info,
+                    replied - started,
+                    clock() - replied,
+                    reply.prompt_tokens,
+                    reply.completion_tokens,
+                    reply.tool_calls or None,  # the calls as the model made them (the env's reading: info["tool_call"])
                 )
             )
             tokens.prompt += reply.prompt_tokens

@@ -100,6 +100,20 @@ class Policy(abc.ABC):
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
         """The next reply, given the messages so far (system, user, assistant, ...)."""
 
+    def act_now(self, messages: list[Message], episode: Episode) -> Reply | None:
+        """The next reply computed at once, where the env's calls run, by a policy that never waits
+        (the scripted baselines); None (the default) when the reply must be awaited from :meth:`act`.
+
+        The runner asks it first for envs it steps inline, sparing a coroutine per step. A class
+        that overrides ``act`` and not ``act_now`` answers None here, so its ``act`` is never bypassed.
+        """
+        return None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "act" in vars(cls) and "act_now" not in vars(cls):
+            cls.act_now = Policy.act_now  # type: ignore[method-assign]
+
     def describe(self) -> dict[str, Any]:
         """The policy's configuration, recorded in a run's ``run.json``."""
         return {"name": self.name}

@@ -9,6 +9,7 @@ the tools path too; a command no tool yields stays text.
 
 from __future__ import annotations
 
+import abc
 import json
 from collections.abc import Callable
 from typing import Any
@@ -42,21 +43,33 @@ def _as_tool_call(env: gym.Env, command: str, episode: Episode) -> Reply:
     return Reply("", tool_calls=[tool_call])
 
 
-class OraclePolicy(Policy):
+class ScriptedPolicy(Policy):
+    """A policy that reads its reply off the env (:meth:`reply`): ready at once, where the env's calls run."""
+
+    async def act(self, messages: list[Message], episode: Episode) -> Reply:
+        return await episode.in_env(lambda env: self.reply(episode))
+
+    def act_now(self, messages: list[Message], episode: Episode) -> Reply:
+        return self.reply(episode)
+
+    @abc.abstractmethod
+    def reply(self, episode: Episode) -> Reply:
+        """The reply for ``episode.env``'s state (called where the env's calls run)."""
+
+
+class OraclePolicy(ScriptedPolicy):
     """Plays the env's own solver (``oracle_action``): the upper reference on a leaderboard."""
 
     name = "oracle"
 
-    async def act(self, messages: list[Message], episode: Episode) -> Reply:
-        return await episode.in_env(lambda env: _as_tool_call(env, _baseline(env, "oracle_action")(), episode))
+    def reply(self, episode: Episode) -> Reply:
+        return _as_tool_call(episode.env, _baseline(episode.env, "oracle_action")(), episode)
 
 
-class RandomPolicy(Policy):
+class RandomPolicy(ScriptedPolicy):
     """Plays a uniformly random legal command, drawn from the episode's seeded generator."""
 
     name = "random"
 
-    async def act(self, messages: list[Message], episode: Episode) -> Reply:
-        return await episode.in_env(
-            lambda env: _as_tool_call(env, _baseline(env, "random_action")(episode.rng), episode)
-        )
+    def reply(self, episode: Episode) -> Reply:
+        return _as_tool_call(episode.env, _baseline(episode.env, "random_action")(episode.rng), episode)
