@@ -201,12 +201,13 @@ async def play_missing(
         async def worker(number: int) -> None:
             while pending:
                 record = await play(pending.popleft(), number)
-                await asyncio.sleep(0)  # let other items in even if this one never waited
                 results.append(record)
                 tally.played += 1
                 tally.errored += record.status == "error"
                 if on_record is not None:
                     on_record(record)
+                del record
+                await asyncio.sleep(0)  # let other items in even if this one never waited
 
         await asyncio.gather(*(worker(number) for number in range(min(concurrency, len(pending)))))
     finally:

@@ -43,8 +43,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from functools import cached_property, partial
+from functools import cached_property, lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +213,8 @@ class EnvHost:
         self._system_prompt = system_prompt
         self._history_window = history_window
         self.chat: ChatWrapper | None = None
+        #: The Ray node the env runs on (None off Ray, and before :meth:`start`).
+        self.node_id: str | None = None
 
     async def start(self) -> None:
         """Make the env (in its thread unless inline)."""
@@ -229,11 +230,7 @@ class EnvHost:
             return ChatWrapper(env, self._system_prompt, self._history_window, self.action_format, self.images)
 
         self.chat = await self.call(make)
-
-    @property
-    def node_id(self) -> str | None:
-        """The Ray node the env runs on (None off Ray)."""
-        return None if self.chat is None else getattr(self.chat.unwrapped, "node_id", None)
+        self.node_id = getattr(self.chat.unwrapped, "node_id", None)
 
     async def call(self, function: Callable[[], Any]) -> Any:
         """``function()`` where this env's calls run; :class:`EnvFailure` if it raises or hangs."""
@@ -324,6 +321,7 @@ class Runner:
         #: Every env made and not closed (free or in use), and a condition notified when one is freed or closed.
         self._hosts: set[EnvHost] = set()
         self._changed = asyncio.Condition()
+        self._waiting = 0  #: episodes waiting on ``_changed`` for an env
 
     def close(self) -> None:
         """Close every env this runner made (hung ones are left to their threads)."""
@@ -413,6 +411,9 @@ class Runner:
     async def _acquire(self, item: EvalItem) -> EnvHost:
         """A free env of ``item``; a new one if there is room for it, after closing a free env of
         another item if there is not; else wait until an env is freed."""
+        pool = self._pools.get(item.label)
+        if pool:  # a free env, taken without the lock (nothing here awaits)
+            return pool.pop()
         async with self._changed:
             while True:
                 pool = self._pools.setdefault(item.label, [])
@@ -424,7 +425,11 @@ class Runner:
                 if idle is not None:
                     self._close(idle.pop())
                 else:
-                    await self._changed.wait()
+                    self._waiting += 1
+                    try:
+                        await self._changed.wait()
+                    finally:
+                        self._waiting -= 1
             host = EnvHost(
                 item,
                 self.system_prompt,
@@ -444,6 +449,9 @@ class Runner:
 
     async def _release(self, host: EnvHost, broken: bool) -> None:
         """Give ``host`` back to its item's pool, or close it when it is ``broken``."""
+        if not broken and not self._waiting:  # nobody to wake: no lock needed (nothing here awaits)
+            self._pools[host.item.label].append(host)
+            return
         async with self._changed:
             if broken:
                 self._close(host)
@@ -544,7 +552,15 @@ def _file_name(key: str) -> str:
 
 def _now() -> str:
     """The UTC time as ``2026-01-02T03:04:05.678901Z``."""
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
+    now = time.time()
+    seconds = int(now)
+    return f"{_utc_second(seconds)}.{int((now - seconds) * 1e6):06d}Z"
+
+
+@lru_cache(maxsize=1)
+def _utc_second(seconds: int) -> str:
+    """``2026-01-02T03:04:05`` of a Unix time in whole seconds (the last one cached: episodes start many a second)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
 def run_description(
