@@ -1,4 +1,5 @@
-"""Policy specs and the OpenAI-compatible client's retries, limits and usage accounting."""
+"""Policy specs, scripted replies taken at once (``act_now``), and the OpenAI-compatible client's retries,
+limits and usage accounting."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
+import agentgym  # noqa: F401  (registers the envs)
+from agentgym.evaluation.results import read_episodes
+from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import OraclePolicy, RandomPolicy, make_policy, parse_spec
-from agentgym.llm.policies.base import Episode
+from agentgym.llm.policies.base import Episode, Reply
 from agentgym.llm.policies.openai_compat import OpenAIPolicy, PolicyError
 
 
@@ -41,6 +47,28 @@ def test_bad_specs_are_rejected(spec: str) -> None:
 def test_make_policy_builds_baselines() -> None:
     assert isinstance(make_policy("oracle"), OraclePolicy)
     assert isinstance(make_policy("random"), RandomPolicy)
+
+
+def test_scripted_replies_come_at_once_and_a_subclass_act_is_never_bypassed(tmp_path: Path) -> None:
+    """``act_now`` gives what ``act`` gives; a class that overrides ``act`` only answers None there, so
+    the runner (which asks ``act_now`` first for inline envs) still plays its ``act``."""
+    env = gym.make("Sokoban-v0")
+    env.reset(seed=0, options={"task_id": 3})
+    for policy in (OraclePolicy(), RandomPolicy()):
+        episode = Episode("k", 7, env.unwrapped)
+        now = policy.act_now([], episode)
+        assert now is not None and now == asyncio.run(policy.act([], Episode("k", 7, env.unwrapped)))
+    assert OpenAIPolicy("m", "http://127.0.0.1:9/v1").act_now([], Episode("k", 7, env.unwrapped)) is None
+
+    class Shouting(OraclePolicy):
+        async def act(self, messages: list, episode: Episode) -> Reply:
+            reply = await super().act(messages, episode)
+            return Reply(f"Action: {reply.text}")
+
+    assert Shouting().act_now([], Episode("k", 7, env.unwrapped)) is None
+    stats = asyncio.run(run_eval("shouting", Shouting(), [EvalItem("Sokoban-v0", 2, split="dev")], tmp_path))
+    (record, _) = read_episodes(tmp_path).values()
+    assert stats.errored == 0 and record.success and record.messages[2]["content"].startswith("Action: ")
 
 
 class ScriptedServer(ThreadingHTTPServer):
@@ -76,9 +104,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         time.sleep(server.delay_s)
         if status == 200:
             body = {
-                "choices": [
-                    {"index": 0, "message": server.message, "finish_reason": "stop"}
-                ],
+                "choices": [{"index": 0, "message": server.message, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 17, "completion_tokens": 3, "total_tokens": 20},
             }
         else:
