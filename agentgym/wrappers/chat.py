@@ -218,6 +218,8 @@ class ChatWrapper(gym.Wrapper[list[Message], Any, str, Any]):
 
     def _content(self, observation: Any) -> str | list[dict[str, Any]]:
         """A user turn's content: the observation's text, or (screenshot modes) its image and text parts."""
+        if type(observation) is str:  # a text env's observation is its content as it is
+            return observation
         content, sizes = observation_content(observation, self.images, self._element_list_heading)
         if sizes is not None:
             self.image_sizes = sizes
