@@ -206,7 +206,7 @@ async def play_missing(
                 tally.errored += record.status == "error"
                 if on_record is not None:
                     on_record(record)
-                del record
+                del record  # not held while other workers run: 256 finished records would crowd memory
                 await asyncio.sleep(0)  # let other items in even if this one never waited
 
         await asyncio.gather(*(worker(number) for number in range(min(concurrency, len(pending)))))

@@ -310,7 +310,7 @@ class Runner:
         self.family_concurrency = dict(family_concurrency or {})
         #: Per limit key: the semaphore of a limited family, None for an unlimited one.
         self._slots: dict[str, asyncio.Semaphore | None] = {}
-        self.images = images
+        self.images = images or ImageOptions()
         self.action_format = action_format
         self.folder = folder
         self.system_prompt = system_prompt
@@ -394,11 +394,7 @@ class Runner:
                 await self._release(host, broken)
         # Images are kept in the record as their screenshot files (OUT/screenshots/...), not as data URLs;
         # only a run that shows images has messages with content parts.
-        if (
-            self.images is not None
-            and self.images.images
-            and any(isinstance(message.get("content"), list) for message in record.messages)
-        ):
+        if self.images.images and any(isinstance(message.get("content"), list) for message in record.messages):
             saved = [path for path in record.screenshots or () if path]
             record.messages = replace_images(list(record.messages), itertools.chain(saved, itertools.repeat(None)))
         else:  # no message has content parts: no image to replace

@@ -28,11 +28,11 @@ def _baseline(env: gym.Env, method: str) -> Callable[..., Any]:
     return function
 
 
-def _as_tool_call(env: gym.Env, command: str, episode: Episode) -> Reply:
+def _as_tool_call(command: str, episode: Episode) -> Reply:
     """``command`` as a reply: a tool call in tools mode where the env's tools yield it, else text."""
     if not episode.tools:
         return Reply(command)
-    specs = getattr(env, "tool_specs", None)
+    specs = getattr(episode.env, "tool_specs", None)
     if not callable(specs):
         return Reply(command)
     call = command_to_tool_call(specs(), command)
@@ -63,7 +63,7 @@ class OraclePolicy(ScriptedPolicy):
     name = "oracle"
 
     def reply(self, episode: Episode) -> Reply:
-        return _as_tool_call(episode.env, _baseline(episode.env, "oracle_action")(), episode)
+        return _as_tool_call(_baseline(episode.env, "oracle_action")(), episode)
 
 
 class RandomPolicy(ScriptedPolicy):
@@ -72,4 +72,4 @@ class RandomPolicy(ScriptedPolicy):
     name = "random"
 
     def reply(self, episode: Episode) -> Reply:
-        return _as_tool_call(episode.env, _baseline(episode.env, "random_action")(episode.rng), episode)
+        return _as_tool_call(_baseline(episode.env, "random_action")(episode.rng), episode)
