@@ -408,8 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--policy",
         action="append",
-        help="oracle (default), random, openai:MODEL[@URL[,URL...]] (several URLs: load-balanced) or hf:PATH; "
-        "repeatable",
+        help="oracle (default), random, openai:MODEL[@URL[,URL...]] (several URLs: load-balanced) or hf:PATH "
+        "(a model folder, a .gguf file, or a packaged model such as hf:smollm2); repeatable",
     )
     evaluate.add_argument("--split", default="test", choices=("train", "dev", "test"), help="with --env")
     evaluate.add_argument("--episodes", type=int, default=10, help="episodes per env (with --env)")
@@ -558,14 +558,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve_model = commands.add_parser(
         "serve-model", help="serve a local Hugging Face model with an OpenAI-compatible API"
     )
-    serve_model.add_argument("path", help="folder of a model saved with save_pretrained")
+    serve_model.add_argument(
+        "path", help="folder of a model saved with save_pretrained, a .gguf file, or a packaged model (smollm2)"
+    )
     serve_model.add_argument("--host", default="127.0.0.1")
     serve_model.add_argument("--port", type=int, default=8000)
     serve_model.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
     serve_model.add_argument(
         "--dtype", help="float32, bfloat16, float16 or auto (default: float32 on CPU, bfloat16 on CUDA)"
     )
-    serve_model.add_argument("--served-model-name", help="model name clients send (default: the folder name)")
+    serve_model.add_argument(
+        "--served-model-name", help="model name clients send (default: the folder's or model's name)"
+    )
     serve_model.add_argument("--max-batch-size", type=int, default=32, help="requests decoded together")
     serve_model.add_argument("--batch-wait-ms", type=float, default=5.0, help="wait for more requests to batch")
     serve_model.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))

@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from agentgym.utils.files import cache_root
+
 SPECS = Path(__file__).with_name("venvs.yaml")
 
 
@@ -52,8 +54,7 @@ def default_path(name: str) -> Path:
     """``$AGENTGYM_CACHE/venvs/<name>-<hash>``: the hash covers the packages and this Python's version."""
     packages = spec(name)["packages"]
     key = "\n".join([sys.version, sysconfig.get_paths()["purelib"], *packages]).encode()
-    cache_dir = Path(os.environ.get("AGENTGYM_CACHE") or Path.home() / ".cache" / "agentgym")
-    return cache_dir / "venvs" / f"{name}-{hashlib.sha256(key).hexdigest()[:12]}"
+    return cache_root() / "venvs" / f"{name}-{hashlib.sha256(key).hexdigest()[:12]}"
 
 
 def venv_python(path: Path) -> Path:

@@ -61,6 +61,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from agentgym.llm.generation import Batcher, Completion, Generator, Request, RequestError, SamplingParams
+from agentgym.llm.models import resolve_model
 from agentgym.llm.vision import VisionGenerator, VisionPrompt, load_generator
 from agentgym.tool_parsing import parse_tool_calls
 from agentgym.wrappers.vision import ImageError, decode_image
@@ -481,12 +482,15 @@ def serve(
     batch_wait_ms: float = 5.0,
     log_level: str = "info",
 ) -> None:
-    """Load the model in the folder ``path`` and serve it until interrupted.
+    """Load the model ``path`` (a folder, a GGUF file or a packaged model's name: :func:`resolve_model`) and serve
+    it until interrupted.
 
-    ``model_name`` (default: the folder's name) is the ``model`` that requests name.
+    ``model_name`` (default: the folder's name, the GGUF file's stem or the packaged model's name) is the
+    ``model`` that requests name.
     """
-    generator = load_generator(path, device=device, dtype=dtype)
-    app = create_app(generator, model_name or Path(path).resolve().name, max_batch_size, batch_wait_ms)
+    source = resolve_model(path)
+    generator = load_generator(source.folder, device=device, dtype=dtype)
+    app = create_app(generator, model_name or source.name, max_batch_size, batch_wait_ms)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 

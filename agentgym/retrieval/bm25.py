@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import numpy as np
 import Stemmer
 
-from agentgym.utils.files import build_once, file_lock, written_aside
+from agentgym.utils.files import build_once, cache_root, file_lock, written_aside
 
 __all__ = [
     "BM25Index",
@@ -83,15 +83,6 @@ def tokenize(text: str) -> list[str]:
     """The index terms of ``text``: lowercased, stop words dropped, Porter-stemmed."""
     words = [word[:MAX_TOKEN_CHARS] for word in _TOKEN.findall(text.lower()) if word not in STOP_WORDS]
     return _stemmer().stemWords(words) if words else []
-
-
-def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Where agentgym caches files: ``cache_dir``, else ``$AGENTGYM_CACHE``, else ``~/.cache/agentgym``."""
-    if cache_dir is not None:
-        return Path(cache_dir)
-    if os.environ.get("AGENTGYM_CACHE"):
-        return Path(os.environ["AGENTGYM_CACHE"])
-    return Path.home() / ".cache" / "agentgym"
 
 
 def index_directory(

@@ -32,6 +32,7 @@ from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, Auto
 from agentgym.evaluation.records import EpisodeRecord
 from agentgym.evaluation.runner import EvalItem, run_eval, stable_seed
 from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams, autocast
+from agentgym.llm.models import resolve_model
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
 from agentgym.llm.vision import VisionGenerator, VisionProcessor, is_vision_model, load_processor
 from agentgym.registry import env_info
@@ -87,14 +88,17 @@ class Trainer:
         weights_dtype, frozen_dtype, self.compute_dtype = precision(config, self.device)
 
         # The policy: a causal LM or a vision-language model, with a LoRA adapter (peft) or fully trainable.
+        # model.path may name a GGUF file or a packaged model: resolved to a save_pretrained folder (converted once).
+        self.source = resolve_model(config.model.path)
+        folder = self.source.folder
         self.processor: VisionProcessor | None = None
         model_class: Any = AutoModelForCausalLM
-        if is_vision_model(config.model.path):
-            self.processor, model_class = load_processor(config.model.path), AutoModelForImageTextToText
+        if is_vision_model(folder):
+            self.processor, model_class = load_processor(folder), AutoModelForImageTextToText
             self.tokenizer = self.processor.tokenizer
         else:
-            self.tokenizer = AutoTokenizer.from_pretrained(config.model.path)
-        model = model_class.from_pretrained(config.model.path, dtype=weights_dtype).to(self.device)
+            self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        model = model_class.from_pretrained(folder, dtype=weights_dtype).to(self.device)
         if config.model.gradient_checkpointing:
             model.gradient_checkpointing_enable()
             model.enable_input_require_grads()
@@ -122,7 +126,7 @@ class Trainer:
         # The KL reference: the base model (the adapter switched off under LoRA); none at weight 0.
         self.reference: nn.Module | None = None
         if self.algorithm.kl_weight > 0 and config.model.lora is None:
-            reference = model_class.from_pretrained(config.model.path, dtype=frozen_dtype)
+            reference = model_class.from_pretrained(folder, dtype=frozen_dtype)
             self.reference = reference.to(self.device).eval().requires_grad_(False)
         parameters = [p for p in self.model.parameters() if p.requires_grad]
         if self.value_head is not None:
@@ -144,9 +148,8 @@ class Trainer:
         if rollout.backend == "hf":
             self.sampler = HFSampler(self.generator, params, rollout.max_batch_size)
         else:
-            served = Path(config.model.path).name
             self.sampler = ServerSampler(
-                rollout.base_url, served, params, self.generator.context_length, rollout.timeout_s
+                rollout.base_url, self.source.name, params, self.generator.context_length, rollout.timeout_s
             )
         self.envs: list[list[ChatWrapper]] = [[] for _ in config.envs]
         self.iteration = 0

@@ -1,4 +1,5 @@
-"""Files shared by processes: an exclusive lock, a folder written aside and renamed into place, built once.
+"""Files shared by processes: the cache root, an exclusive lock, a folder written aside and renamed into place,
+built once.
 
 Caches that several processes fill (pytest workers, vector env workers, servers) use these
 three together: :func:`build_once` holds :func:`file_lock` on ``<folder>.lock`` while it
@@ -65,6 +66,15 @@ def remove_stale_builds(directory: str | os.PathLike[str]) -> None:
     directory = Path(directory)
     for stale in directory.parent.glob(f".{directory.name}-*"):
         shutil.rmtree(stale, ignore_errors=True)
+
+
+def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where agentgym caches files: ``cache_dir``, else ``$AGENTGYM_CACHE``, else ``~/.cache/agentgym``."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    if os.environ.get("AGENTGYM_CACHE"):
+        return Path(os.environ["AGENTGYM_CACHE"])
+    return Path.home() / ".cache" / "agentgym"
 
 
 def build_once(directory: str | os.PathLike[str], load: Callable[[Path], T | None], build: Callable[[Path], T]) -> T:

@@ -1,4 +1,5 @@
-"""A policy backed by an in-process Hugging Face transformers model (CPU or GPU).
+"""A policy backed by an in-process Hugging Face transformers model (CPU or GPU): a folder, a GGUF file, or a
+model an installed package ships (``hf:smollm2``; see :mod:`agentgym.llm.models`).
 
 Concurrent ``act`` calls (one per running episode) are batched into one generation by a
 ``Batcher``, which runs the model in a worker thread so the event loop stays free. Each
@@ -22,12 +23,14 @@ from typing import Any
 import torch
 
 from agentgym.llm.generation import Batcher, Request, SamplingParams
+from agentgym.llm.models import resolve_model
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
 from agentgym.llm.vision import VisionGenerator, load_generator
 
 
 class HFPolicy(Policy):
-    """Replies with a causal LM, or a vision-language model, loaded from the local folder ``path``.
+    """Replies with a causal LM, or a vision-language model, loaded from ``path``: a local folder, a GGUF file
+    or a packaged model's name such as ``smollm2`` (:func:`agentgym.llm.models.resolve_model`).
 
     ``device`` and ``dtype`` are as in ``Generator.from_pretrained``. Up to
     ``max_batch_size`` concurrent calls share a batch; the batcher waits at most
@@ -48,12 +51,12 @@ class HFPolicy(Policy):
         max_new_tokens: int = 1024,
         stop: Sequence[str] = (),
     ) -> None:
-        self.path = Path(path).resolve()
-        self.name = self.path.name
+        source = resolve_model(path)
+        self.path, self.name = source.folder, source.name
         self.params = SamplingParams(
             temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, stop=tuple(stop)
         )
-        self.batcher = Batcher(load_generator(self.path, device, dtype), max_batch_size, batch_wait_ms)
+        self.batcher = Batcher(load_generator(source.folder, device, dtype), max_batch_size, batch_wait_ms)
 
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
         """The model's reply to the chat so far."""
