@@ -199,7 +199,31 @@ class Sandbox:
         finally:
             script.unlink(missing_ok=True)
 
-    def _bwrap_argv(self, argv: list[str], limits: Limits, marker: str) -> list[str]:
+    def spawn(
+        self, argv: Sequence[str], limits: Limits | None = None, *, env: Mapping[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in a fresh bwrap sandbox on the work dir and leave it running (a long-lived process).
+
+        Its stdin and stdout are pipes and its stderr goes to stdout. It leads its own process group:
+        ``os.killpg(process.pid, signal.SIGKILL)`` ends the sandbox and everything in it. The rlimits of
+        ``limits`` apply (CPU time to the whole life of the process); wall time and output are the
+        caller's to watch. The bwrap backend only (the Python interpreter tool's kernel runs so).
+        """
+        if self.backend != "bwrap":
+            raise SandboxError(f"spawn runs on the bwrap backend only, not {self.backend!r}")
+        self._require_open()
+        return subprocess.Popen(
+            self._bwrap_argv([str(part) for part in argv], limits or self.limits, None),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**BASE_ENV, **(env or {})},
+            start_new_session=True,
+            close_fds=True,
+        )
+
+    def _bwrap_argv(self, argv: list[str], limits: Limits, marker: str | None) -> list[str]:
+        """bwrap's command line for ``argv``; without ``marker``, no shell reports the CPU time after it."""
         command: list[str] = []
         if os.geteuid() == 0:  # root's user namespaces map to host uid 0, exempt from RLIMIT_NPROC
             command += ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
@@ -231,7 +255,7 @@ class Sandbox:
         cpu = math.ceil(limits.cpu_s)
         command += [
             "--",
-            *timed(marker),
+            *(timed(marker) if marker else ()),
             "prlimit",
             f"--cpu={cpu}:{cpu + 1}",
             f"--as={limits.memory_mb * 2**20}",
