@@ -1,0 +1,264 @@
+"""The reasoning family (docs/reasoning.md) and the Python interpreter tool it offers (agentgym.sandbox.interpreter).
+
+Scores equal reasoning-gym's own ``score_answer`` on every generator (its answer and a wrong one);
+the interpreter keeps state, enforces its limits and recovers from a dead kernel; math-verify judges
+equivalent forms equal and wrong answers wrong; users' files of the usual formats load; every new
+id keeps the contract.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+from agentgym.sandbox import Limits, available
+from agentgym.utils import check_text_env
+
+reasoning_gym = pytest.importorskip("reasoning_gym")
+pytest.importorskip("math_verify")
+
+from agentgym.environments.reasoning.generators import (  # noqa: E402 (after the skips)
+    SPLIT_SEED_OFFSETS,
+    ReasoningGymEnv,
+    generator_names,
+    metadata_oracles,
+    solution,
+)
+from agentgym.environments.reasoning.math_env import (  # noqa: E402
+    MathEnv,
+    MathFileEnv,
+    MathSetupError,
+    math_equal,
+)
+from agentgym.sandbox.interpreter import Interpreter  # noqa: E402
+
+needs_bwrap = pytest.mark.skipif(available("bwrap") is not None, reason=str(available("bwrap")))
+NEW_IDS = ["ReasoningGym-v0", "ReasoningGym-Python-v0", "Math-v0", "Math-Python-v0"]
+#: Items per generator in the score-equality test (the first dev tasks).
+ITEMS = 2
+
+
+# ---- reasoning-gym: every generator scores as reasoning-gym does ----------------------------------
+
+
+def reference_score(dataset: object, answer: str, item: dict) -> float:
+    """reasoning-gym's own score (0 where its scorer raises on the answer)."""
+    try:
+        return float(dataset.score_answer(answer, item))
+    except Exception:  # noqa: BLE001
+        return 0.0
+
+
+@pytest.mark.parametrize("name", generator_names())
+def test_scores_equal_reasoning_gyms_own(name: str) -> None:
+    env = ReasoningGymEnv(dataset=name)
+    dev = env.splits.ids("dev")
+    dataset = reasoning_gym.create_dataset(name, seed=SPLIT_SEED_OFFSETS["dev"], size=dev.stop - dev.start)
+    try:
+        for index in range(ITEMS):
+            item = dataset[index]
+            expected = solution(item, metadata_oracles().get(name))
+            for answer in ([expected] if expected is not None else []) + ["wrong answer 12345"]:
+                observation, _ = env.reset(options={"task_id": dev[index]})
+                assert str(item["question"]).strip() in observation
+                *_, info = env.step(f"Action: answer[{answer}]")
+                assert info["score"] == pytest.approx(min(reference_score(dataset, answer, item), 1.0))
+            if expected is not None:  # the oracle plays the generator's answer
+                env.reset(options={"task_id": dev[index]})
+                *_, info = env.step(env.oracle_action())
+                assert info["success"], (name, index, expected)
+    finally:
+        env.close()
+
+
+def test_config_passes_through_and_bad_names_fail() -> None:
+    env = ReasoningGymEnv(dataset="basic_arithmetic", config={"min_terms": 5, "max_terms": 5, "operators": ["+"]})
+    observation, _ = env.reset(options={"task_id": 0})
+    assert observation.split("\n")[0].count("+") == 4
+    with pytest.raises(ValueError, match="unknown reasoning-gym generator"):
+        ReasoningGymEnv(dataset="no_such_generator")
+
+
+def test_answers_in_tags_and_several_lines() -> None:
+    env = ReasoningGymEnv(dataset="rotate_matrix")
+    env.reset(options={"task_id": 10_000})
+    answer = env.expected_answer()
+    assert answer is not None and "\n" in answer
+    *_, info = env.step(f"Thinking...\n<answer>\n{answer}\n</answer>")
+    assert info["success"]
+
+
+# ---- the interpreter -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def python() -> Iterator[Interpreter]:
+    if available("bwrap") is not None:
+        pytest.skip(str(available("bwrap")))
+    with Interpreter(Limits(wall_s=1.0, cpu_s=1.0, memory_mb=256, output_bytes=1000)) as interpreter:
+        yield interpreter
+
+
+def test_state_persists_across_cells(python: Interpreter) -> None:
+    assert python.run("import math\nx = math.factorial(10)\ndef double(n):\n    return 2 * n").status == "ok"
+    result = python.run("double(x)")
+    assert (result.status, result.output) == ("ok", "7257600\n")
+    assert python.run("print('a'); import sys; print('b', file=sys.stderr); print('c')").output == "a\nb\nc\n"
+    error = python.run("1 / 0")
+    assert error.status == "error" and "ZeroDivisionError" in error.output and "<cell" in error.output
+
+
+def test_limits_are_enforced(python: Interpreter) -> None:
+    python.run("kept = 41")
+    started = time.monotonic()
+    assert python.run("while True:\n    pass").status == "time"
+    assert time.monotonic() - started < 1.0 + 1.5
+    assert python.run("sum(i * i for i in range(10**9))").status in ("time", "cpu")
+    assert python.run("block = bytearray(512 * 2**20)").status == "memory"
+    big = python.run("print('x' * 100_000)")
+    assert big.status == "ok" and big.omitted > 98_000 and len(big.output) < 1100
+    assert python.run("kept + 1").output == "42\n"  # interrupted cells leave the session as it was
+
+
+def test_a_dead_kernel_is_replaced(python: Interpreter) -> None:
+    python.run("before = 1")
+    starts = python.starts
+    died = python.run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    assert died.status == "died" and "SIGKILL" in died.reason
+    assert "NameError" in python.run("before").output
+    assert python.starts == starts + 1
+    stubborn = python.run(
+        "import time\nwhile True:\n    try:\n        time.sleep(60)\n    except BaseException:\n        pass"
+    )
+    assert stubborn.status == "died" and "stopped" in stubborn.reason
+    assert python.run("1 + 1").output == "2\n"
+
+
+@needs_bwrap
+def test_the_env_runs_code_and_says_when_the_interpreter_died() -> None:
+    with gym.make("Math-Python-v0") as env:
+        env.reset(options={"task_id": 5})
+        observation, reward, terminated, _, info = env.step("```python\nfrom fractions import Fraction as F\n```")
+        assert not terminated and not info["invalid_action"] and reward == 0
+        call = {"id": "c1", "type": "function", "function": {"name": "python", "arguments": '{"code": "F(1, 3) * 3"}'}}
+        observation, *_, info = env.step(call)
+        assert "Fraction(1, 1)" in observation and info["tool_call"]["name"] == "python"
+        observation, *_ = env.step("Action: python\nimport os\nos._exit(1)")
+        assert "interpreter died" in observation and "fresh interpreter" in observation
+        observation, *_ = env.step("```python\nF\n```")
+        assert "NameError" in observation
+        *_, terminated, _, info = env.step(env.unwrapped.oracle_action())
+        assert terminated and info["success"]
+        env.reset(options={"task_id": 5})  # a new episode: a fresh session
+        assert "NameError" in env.step("```python\nF\n```")[0]
+
+
+def test_single_turn_ids_run_no_code() -> None:
+    with gym.make("ReasoningGym-v0") as env:
+        env.reset(options={"task_id": 0})
+        assert [tool["function"]["name"] for tool in env.unwrapped.tools()] == ["answer"]
+        *_, truncated, info = env.step("```python\nprint(1)\n```")
+        assert info["invalid_action"] and truncated
+
+
+# ---- math-verify judging and the user's files -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reference", "answer", "equal"),
+    [
+        ("\\frac{1}{2}", "0.5", True),
+        ("\\frac{1}{2}", "1/2", True),
+        ("\\frac{1}{2}", "\\dfrac{2}{4}", True),
+        ("0.5", "\\frac{1}{2}", True),
+        ("72", "72.0", True),
+        ("1234", "1,234", True),
+        ("\\frac{1}{2}", "0.6", False),
+        ("72", "27", False),
+        ("3", "10^{10^{10}}", False),
+        ("3", "", False),
+        ("3", "not a number", False),
+    ],
+)
+def test_math_verify_judges(reference: str, answer: str, equal: bool) -> None:
+    started = time.monotonic()
+    assert math_equal(reference, answer) is equal
+    assert time.monotonic() - started < 5
+
+
+def test_math_answers_in_boxed_and_final_lines() -> None:
+    env = MathEnv()
+    env.reset(options={"task_id": 0})
+    answer = env.reference
+    assert env.step(f"So the result is \\boxed{{{answer}}}.")[-1]["success"]
+    env.reset(options={"task_id": 0})
+    assert env.step(f"Some reasoning.\nFinal answer: {answer}")[-1]["success"]
+    env.reset(options={"task_id": 0})
+    assert not env.step("Final answer: -999999")[-1]["success"]
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
+def test_user_files_in_the_usual_formats(tmp_path: Path) -> None:
+    gsm8k = write_jsonl(
+        tmp_path / "gsm8k.jsonl",
+        [{"question": "Tom has 3 apples and buys 4 more. How many?", "answer": "3 + 4 = <<3+4=7>>7\n#### 7"}],
+    )
+    math = write_jsonl(
+        tmp_path / "math.jsonl",
+        [{"problem": "What is $1/4 + 1/4$?", "solution": "Adding, we get $\\boxed{\\frac{1}{2}}$."}],
+    )
+    dapo = write_jsonl(
+        tmp_path / "dapo.jsonl",
+        [
+            {
+                "prompt": [{"role": "user", "content": "Compute 2^5."}],
+                "reward_model": {"ground_truth": "32", "style": "rule"},
+            }
+        ],
+    )
+    with pytest.raises(MathSetupError, match="no field"):  # MATH's fields are problem and solution
+        MathFileEnv(train=gsm8k, dev=math)
+    env = MathFileEnv(test=math, question_field="problem", answer_field="solution")
+    observation, _ = env.reset(options={"task_id": 0})
+    assert "1/4 + 1/4" in observation
+    assert env.step("Action: answer[0.5]")[-1]["success"]
+    env = MathFileEnv(train=dapo, question_field="prompt", answer_field="reward_model.ground_truth")
+    assert "2^5" in env.reset(options={"task_id": 0})[0]
+    assert env.step("\\boxed{32}")[-1]["success"]
+    env = MathFileEnv(train=gsm8k, test=gsm8k)
+    assert env.splits.counts() == {"train": 1, "dev": 0, "test": 1}
+    env.reset(options={"task_id": 1})
+    assert env.step("<answer>7</answer>")[-1]["success"]
+    with pytest.raises(MathSetupError, match="give train="):
+        MathFileEnv()
+
+
+def test_user_parquet_files(tmp_path: Path) -> None:
+    parquet = pytest.importorskip("pyarrow.parquet")
+    import pyarrow
+
+    path = tmp_path / "aime.parquet"
+    parquet.write_table(pyarrow.table({"problem": ["Find 6 * 7."], "answer": ["42"]}), path)
+    env = MathFileEnv(test=path, question_field="problem")
+    env.reset(options={"task_id": 0})
+    assert env.step("Action: answer[42]")[-1]["success"]
+
+
+# ---- the contract ---------------------------------------------------------------------------------
+
+
+@needs_bwrap
+@pytest.mark.parametrize("env_id", NEW_IDS)
+def test_contract(env_id: str) -> None:
+    with gym.make(env_id) as env:
+        report = check_text_env(env, oracle_tasks=20)
+    assert "oracle" in report.checked
