@@ -9,6 +9,7 @@ id keeps the contract.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,6 +138,15 @@ def test_a_dead_kernel_is_replaced(python: Interpreter) -> None:
     )
     assert stubborn.status == "died" and "stopped" in stubborn.reason
     assert python.run("1 + 1").output == "2\n"
+
+
+def test_a_session_outlives_the_thread_that_started_it(python: Interpreter) -> None:
+    """bwrap dies with the thread that forked it: kernels are spawned from one long-lived thread."""
+    python.restart()
+    thread = threading.Thread(target=python.run, args=("from_thread = 7",))
+    thread.start()
+    thread.join()
+    assert python.run("from_thread").output == "7\n"
 
 
 @needs_bwrap

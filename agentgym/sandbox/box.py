@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -13,7 +14,9 @@ import threading
 import uuid
 import weakref
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from agentgym.sandbox.errors import SandboxError, SandboxUnavailable
 from agentgym.sandbox.files import (
@@ -212,7 +215,7 @@ class Sandbox:
         if self.backend != "bwrap":
             raise SandboxError(f"spawn runs on the bwrap backend only, not {self.backend!r}")
         self._require_open()
-        return subprocess.Popen(
+        return _SPAWNER.popen(
             self._bwrap_argv([str(part) for part in argv], limits or self.limits, None),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -361,3 +364,38 @@ class Sandbox:
     def __repr__(self) -> str:
         state = "closed" if self._closed else str(self.workdir)
         return f"Sandbox(backend={self.backend!r}, workdir={state!r})"
+
+
+class _Spawner:
+    """Starts long-lived processes from one daemon thread of this process.
+
+    bwrap's ``--die-with-parent`` is a parent-death signal, which the kernel sends when the *thread*
+    that forked bwrap exits: a sandbox spawned from a worker thread would die with that thread. From
+    this thread, which lives as long as the process, it dies with the process only.
+    """
+
+    def __init__(self) -> None:
+        self._requests: queue.SimpleQueue[tuple[tuple, dict, Future]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        """``subprocess.Popen(*args, **kwargs)``, run on the spawning thread."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():  # none yet, or this is a forked child
+                self._thread = threading.Thread(target=self._serve, name="agentgym-sandbox-spawner", daemon=True)
+                self._thread.start()
+        future: Future[subprocess.Popen[bytes]] = Future()
+        self._requests.put((args, kwargs, future))
+        return future.result()
+
+    def _serve(self) -> None:
+        while True:
+            args, kwargs, future = self._requests.get()
+            try:
+                future.set_result(subprocess.Popen(*args, **kwargs))
+            except BaseException as error:  # noqa: BLE001 (handed to the caller)
+                future.set_exception(error)
+
+
+_SPAWNER = _Spawner()

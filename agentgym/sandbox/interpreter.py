@@ -120,9 +120,9 @@ class Interpreter:
         self._lock = threading.Lock()
 
     @property
-    def running(self) -> bool:
-        """Whether a kernel is up (one starts on the next cell otherwise)."""
-        return self._process is not None
+    def pid(self) -> int | None:
+        """The process id of the running kernel's sandbox (bwrap), or ``None`` when no kernel is up."""
+        return None if self._process is None else self._process.pid
 
     def start(self) -> float:
         """Start a kernel now if none is running (else it starts with the next cell); the seconds it took."""
