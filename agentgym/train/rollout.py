@@ -99,6 +99,26 @@ class ChatTokens:
             after = after.removeprefix(ending)
         return after
 
+    def reply(self, history: list[Message], message: Message, tools: list[dict[str, Any]] | None = None) -> list[int]:
+        """The ids a model samples to give the assistant ``message`` after ``history``: expert data in the shape
+        of a rollout's sampled ids (supervised fine-tuning).
+
+        They are the reply's text as the template renders it (tool calls included), then the end-of-turn
+        token: the first token the template puts after a reply when that is an end-of-sequence token (ChatML's
+        ``<|im_end|>``), else the model's end-of-sequence token (a sampled reply ends with one either way).
+        The text is the chat rendered with ``message`` less the chat rendered before it and less what follows
+        any reply (rendered with a marker as the reply).
+        """
+        before = self._render(history, tools)
+        after = self.delta_text(history, (), [], tools)
+        text = self._render([*history, message], tools)
+        if not (text.startswith(before) and text.endswith(after)) or len(text) < len(before) + len(after):
+            raise ValueError("the chat template does not render a reply as the chat before it plus the reply")
+        ending = self.tokenizer(after, add_special_tokens=False).input_ids[:1]
+        end = ending[0] if ending and ending[0] in self.eos_token_ids else min(self.eos_token_ids)
+        reply = text[len(before) : len(text) - len(after)]
+        return [*self.tokenizer(reply, add_special_tokens=False).input_ids, end]
+
     def _render(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> str:
         kwargs = {"tools": tools} if tools else {}
         return self.tokenizer.apply_chat_template(
