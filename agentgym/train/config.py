@@ -42,6 +42,11 @@ class ModelConfig:
     ("pure" bf16): half the memory, but updates smaller than bfloat16's precision (about 1/256
     of a weight) are lost, so at small learning rates most weights never move.
     ``lora`` None means full fine-tuning.
+
+    ``init_from``: start from an earlier run's weights (RL from an SFT run): its output folder (the
+    latest checkpoint), a checkpoint folder, or a checkpoint's ``model/``. A full model there is loaded
+    instead of ``path``'s weights; a LoRA adapter there is merged into them. Either way the weights
+    loaded are then the base: a new ``lora`` adapter is trained on them, and the KL reference is them.
     """
 
     path: str = ""
@@ -50,6 +55,7 @@ class ModelConfig:
     compute_dtype: str | None = None
     lora: LoraConfig | None = None
     gradient_checkpointing: bool = False
+    init_from: str | None = None
 
 
 @dataclass
@@ -74,14 +80,16 @@ class AlgorithmConfig:
 
     ``name``: ``grpo`` (group-relative episode returns), ``ppo`` (value head + GAE over the
     model's tokens) or ``gigpo`` (GRPO plus step-level groups of identical observations,
-    weighted by ``step_weight``). ``std_normalize`` divides GRPO's and GiGPO's advantages by
+    weighted by ``step_weight``); or ``sft``: supervised fine-tuning on expert episodes
+    (``TrainConfig.data``), cross-entropy on the assistant's tokens only, no rollouts (of the
+    fields below only ``loss_aggregation`` applies). ``std_normalize`` divides GRPO's and GiGPO's advantages by
     their group's std, and whitens PPO's over the batch's model tokens (CleanRL's ``norm_adv``).
     ``clip_high`` above ``clip_low`` is the "clip higher"
     variant. ``kl_weight`` 0 loads no reference model. ``loss_aggregation``: ``token``
     (mean over all model tokens of the batch) or ``sequence`` (mean per episode, then over episodes).
     """
 
-    name: Literal["grpo", "ppo", "gigpo"] = "grpo"
+    name: Literal["grpo", "ppo", "gigpo", "sft"] = "grpo"
     group_size: int = 8
     std_normalize: bool = True
     gamma: float = 1.0
@@ -93,6 +101,20 @@ class AlgorithmConfig:
     entropy_weight: float = 0.0
     value_weight: float = 0.5
     loss_aggregation: Literal["token", "sequence"] = "token"
+
+
+@dataclass
+class DataConfig:
+    """Expert episodes for ``algorithm.name: sft``: a data set folder written by ``agentgym train data``.
+
+    Each iteration is one optimizer step on ``batch_size`` examples, taken in a seeded order that is
+    reshuffled each epoch (in minibatches of ``minibatch_size`` whose gradients add up). The examples
+    are rendered as the rollouts render episodes, with ``rollout.system_prompt`` whatever prompt they
+    were played with; a data set holding tasks of ``eval_split`` is refused.
+    """
+
+    path: str = ""
+    batch_size: int = 16
 
 
 @dataclass
@@ -151,7 +173,8 @@ class TrainConfig:
 
     Each iteration plays ``groups_per_iteration`` groups of ``algorithm.group_size``
     episodes (one task per group), then makes ``epochs`` passes over them in minibatches of
-    ``minibatch_size`` episodes. Every ``eval_every`` iterations (0: never) the runner plays
+    ``minibatch_size`` episodes (SFT instead takes one step on ``data.batch_size`` expert
+    examples: see ``DataConfig``). Every ``eval_every`` iterations (0: never) the runner plays
     ``eval_episodes`` greedy episodes per env on ``eval_split``; every ``checkpoint_every``
     iterations (and at the end) a checkpoint is written to ``out/checkpoints``.
     The learning rate rises linearly over the first ``warmup_iterations`` (from
@@ -163,6 +186,7 @@ class TrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     envs: list[EnvConfig] = field(default_factory=list)
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    data: DataConfig = field(default_factory=DataConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     out: str = "runs/train"
     iterations: int = 100
@@ -191,6 +215,10 @@ class TrainConfig:
             raise ValueError("envs must name at least one env")
         if self.algorithm.group_size < 1 or self.groups_per_iteration < 1 or self.minibatch_size < 1:
             raise ValueError("group_size, groups_per_iteration and minibatch_size must be >= 1")
+        if (self.algorithm.name == "sft") != bool(self.data.path):
+            raise ValueError("algorithm sft trains on data.path (and only sft does): set both or neither")
+        if self.algorithm.name == "sft" and (self.algorithm.kl_weight > 0 or self.data.batch_size < 1):
+            raise ValueError("algorithm sft takes no kl_weight and a data.batch_size >= 1")
         if self.rollout.backend == "openai" and self.model.lora is None:
             raise ValueError("the openai rollout backend hot-loads LoRA adapters: set model.lora")
         if self.rollout.action_format not in ("text", "tools"):

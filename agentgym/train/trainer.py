@@ -50,6 +50,7 @@ from agentgym.train.rollout import (
     make_slots,
     play_episodes,
 )
+from agentgym.train.sft_data import batch_indices, training_trajectories
 from agentgym.wrappers.chat import ChatWrapper
 
 
@@ -98,7 +99,9 @@ class Trainer:
             self.tokenizer = self.processor.tokenizer
         else:
             self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        model = model_class.from_pretrained(folder, dtype=weights_dtype).to(self.device)
+        # model.init_from: an earlier run's weights (RL from SFT), a full model or an adapter merged in.
+        start = checkpoint_model(config.model.init_from) if config.model.init_from else None
+        model = load_weights(model_class, folder, start, weights_dtype).to(self.device)
         if config.model.gradient_checkpointing:
             model.gradient_checkpointing_enable()
             model.enable_input_require_grads()
@@ -126,7 +129,7 @@ class Trainer:
         # The KL reference: the base model (the adapter switched off under LoRA); none at weight 0.
         self.reference: nn.Module | None = None
         if self.algorithm.kl_weight > 0 and config.model.lora is None:
-            reference = model_class.from_pretrained(folder, dtype=frozen_dtype)
+            reference = load_weights(model_class, folder, start, frozen_dtype)
             self.reference = reference.to(self.device).eval().requires_grad_(False)
         parameters = [p for p in self.model.parameters() if p.requires_grad]
         if self.value_head is not None:
@@ -151,6 +154,12 @@ class Trainer:
             self.sampler = ServerSampler(
                 rollout.base_url, self.source.name, params, self.generator.context_length, rollout.timeout_s
             )
+        # SFT's expert episodes, as the rollouts would render them (loss mask 1 on the assistant's tokens).
+        self.examples: list[Trajectory] = []
+        if self.algorithm.name == "sft":
+            self.examples = training_trajectories(
+                config.data.path, self.chat_tokens, rollout.system_prompt, rollout.action_format, config.eval_split
+            )
         self.envs: list[list[ChatWrapper]] = [[] for _ in config.envs]
         self.iteration = 0
         self.metrics = MetricsLog(self.out, config.tensorboard, config.wandb_project, to_dict(config))
@@ -174,7 +183,12 @@ class Trainer:
                 self.save_checkpoint()
 
     def step(self) -> dict[str, float]:
-        """One iteration, in CleanRL's order: rollout, score, advantages, update, log; returns its metrics."""
+        """One iteration, in CleanRL's order: rollout, score, advantages, update, log; returns its metrics.
+
+        SFT has no rollout: its iteration is one supervised step on expert episodes (``sft_step``).
+        """
+        if self.algorithm.name == "sft":
+            return self.sft_step()
         clock = time.perf_counter()
         trajectories = self.rollout()
         rolled = time.perf_counter()
@@ -338,10 +352,7 @@ class Trainer:
         config, algorithm = self.config, self.algorithm
         stats: dict[str, list[float]] = defaultdict(list)
         order = random.Random(stable_seed(config.seed, "minibatches", self.iteration))
-        learning_rate = config.learning_rate_at(self.iteration)
-        for group in self.optimizer.param_groups:
-            group["lr"] = learning_rate
-        stats["learning_rate"].append(learning_rate)
+        stats["learning_rate"].append(self.set_learning_rate())
         self.model.train()
         for _ in range(config.epochs):
             rows_order = list(range(len(batch.token_ids)))
@@ -386,6 +397,61 @@ class Trainer:
                 stats["grad_norm"].append(float(grad_norm))
         self.model.eval()
         return {key: sum(values) / len(values) for key, values in stats.items()}
+
+    def set_learning_rate(self) -> float:
+        """Set and return the schedule's learning rate for this iteration."""
+        learning_rate = self.config.learning_rate_at(self.iteration)
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+        return learning_rate
+
+    # -------------------------------------------------------------------------- supervised
+    def sft_step(self) -> dict[str, float]:
+        """SFT's iteration: one optimizer step of cross-entropy on the assistant's tokens of ``data.batch_size``
+        expert examples.
+
+        The batch's minibatches (``minibatch_size`` examples) each add their share of the batch's mean
+        loss to the gradient: their tokens' share of the batch's tokens (``loss_aggregation: token``) or
+        their episodes' share (``sequence``).
+        """
+        config, clock = self.config, time.perf_counter()
+        rows_all = batch_indices(len(self.examples), config.data.batch_size, config.seed, self.iteration)
+        batch = collate([self.examples[row] for row in rows_all], self.tokenizer.pad_token_id or 0)
+        how = self.algorithm.loss_aggregation
+
+        def size(mask: torch.Tensor) -> torch.Tensor:
+            return mask.sum() if how == "token" else (mask.sum(-1) > 0).sum()
+
+        learning_rate, total = self.set_learning_rate(), size(batch.mask)
+        stats: dict[str, float] = defaultdict(float)
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        for start in range(0, len(rows_all), config.minibatch_size):
+            rows = slice(start, start + config.minibatch_size)
+            mask = batch.mask[rows].to(self.device)
+            ids, attention = batch.token_ids[rows].to(self.device), batch.attention[rows].to(self.device)
+            logprobs, entropy, _ = self.forward(ids, attention)
+            share = float(size(mask) / total)
+            loss = aggregate(-logprobs, mask, how) * share  # the negative log-likelihood of the expert's tokens
+            loss.backward()
+            stats["loss"] += loss.item()
+            stats["entropy"] += aggregate(entropy, mask, how).item() * share
+        trainable = [p for group in self.optimizer.param_groups for p in group["params"]]
+        grad_norm = torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
+        self.optimizer.step()
+        self.model.eval()
+        metrics = {
+            **stats,
+            "grad_norm": float(grad_norm),
+            "learning_rate": learning_rate,
+            "iteration": self.iteration,
+            "epoch": (self.iteration + 1) * config.data.batch_size / len(self.examples),
+            "model_tokens": int(batch.mask.sum()),
+            "sequence_tokens_mean": float(batch.attention.sum(-1).float().mean()),
+            "update_s": time.perf_counter() - clock,
+        }
+        self.iteration += 1
+        return metrics
 
     # --------------------------------------------------------------------------------- log
     def log(
@@ -529,6 +595,33 @@ class Trainer:
                 with contextlib.suppress(Exception):
                     env.close()
         self.metrics.close()
+
+
+def checkpoint_model(path: str) -> Path:
+    """The model folder of ``path``: a run's output folder (its latest checkpoint), a checkpoint, or a ``model/``."""
+    folder = Path(path)
+    if (folder / "checkpoints").is_dir():
+        found = sorted((folder / "checkpoints").glob("iteration-*"))
+        if not found:
+            raise FileNotFoundError(f"{folder} has no checkpoint to start from")
+        folder = found[-1]
+    if (folder / "model").is_dir():
+        folder = folder / "model"
+    if not (folder / "config.json").is_file() and not (folder / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"{folder} holds no model or adapter (config.json, adapter_config.json)")
+    return folder
+
+
+def load_weights(model_class: Any, folder: Path, start: Path | None, dtype: torch.dtype) -> nn.Module:
+    """``folder``'s model, or ``start``'s (see ``checkpoint_model``): its full weights, or its adapter merged in."""
+    if start is not None and (start / "config.json").is_file():
+        return model_class.from_pretrained(start, dtype=dtype)
+    model = model_class.from_pretrained(folder, dtype=dtype)
+    if start is None:
+        return model
+    from peft import PeftModel
+
+    return PeftModel.from_pretrained(model, start).merge_and_unload()
 
 
 class Batch(NamedTuple):
