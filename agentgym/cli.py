@@ -549,7 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in list_commands():  # provided by families; `main` hands them their arguments
         commands.add_parser(command.name, help=command.help, add_help=False)
     # `main` hands `train`'s arguments to agentgym.train.cli (imported only then: it needs torch).
-    commands.add_parser("train", help="train a policy with GRPO, PPO or GiGPO from a YAML config", add_help=False)
+    commands.add_parser("train", help="train a policy (SFT, GRPO, PPO, GiGPO); `train data`: SFT data", add_help=False)
     # `main` hands `fingerprint`'s arguments to agentgym.evaluation.fingerprint.
     commands.add_parser("fingerprint", help="task-set fingerprints of env ids: compute, --check or --write", add_help=False)
     # `main` hands `mcp`'s arguments to agentgym.integrations.mcp (imported only then: it needs the mcp SDK).
