@@ -8,14 +8,16 @@ reader (leaderboard, arena ratings, trainer, tests) sees typed fields, never str
 
 **Versions.** Every record written carries ``"schema": SCHEMA_VERSION``. A record without it
 is version 1 (written before the field existed): its keys are today's, except that some were
-added over time (``node_id``, ``screenshots``, ``retries``, a turn's ``tool_calls``) and hand-written or
+added over time (``node_id``, ``screenshots``, ``retries``, a turn's ``tool_calls``, ``finish_reason`` and
+``dropped_turns``) and hand-written or
 external files may leave out more (``env_id``, ``env_kwargs``, ``tokens``, ``policy``,
 ``split``...). Reading fills each missing key with its default below, derives ``env_id`` from
 the ``env`` label, and keeps ``tokens`` None where none were reported (token means skip such
 episodes). A record of a newer version than this code knows is refused with a clear error.
 
 The JSON keeps the keys, order and values that the runner and the arena wrote before these
-types existed; ``screenshots``, ``retries`` and a turn's ``tool_calls`` are written only when present, and
+types existed; ``screenshots``, ``retries`` and a turn's ``tool_calls``, ``finish_reason`` (LLM policies report it)
+and ``dropped_turns`` are written only when present, and
 a match's ``rewards``, ``winner`` and ``reason`` only when it finished without error.
 """
 
@@ -55,6 +57,8 @@ class Turn:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tool_calls: list[dict[str, Any]] | None = None  #: the native tool calls as the model made them
+    finish_reason: str | None = None  #: why the model's reply ended (``"length"``: cut at the token limit)
+    dropped_turns: int = 0  #: the oldest turns left out of the prompt to fit the model's context
 
 
 @dataclass
@@ -151,6 +155,10 @@ def to_json(record: Record) -> dict[str, Any]:
         }
         if turn.tool_calls:
             entry["tool_calls"] = turn.tool_calls
+        if turn.finish_reason is not None:
+            entry["finish_reason"] = turn.finish_reason
+        if turn.dropped_turns:
+            entry["dropped_turns"] = turn.dropped_turns
         turns.append(entry)
     data: dict[str, Any] = {
         "schema": record.schema,
@@ -261,6 +269,8 @@ def episode_from_json(data: Any) -> EpisodeRecord:
             prompt_tokens=int(turn.get("prompt_tokens") or 0),
             completion_tokens=int(turn.get("completion_tokens") or 0),
             tool_calls=turn.get("tool_calls"),
+            finish_reason=turn.get("finish_reason"),
+            dropped_turns=int(turn.get("dropped_turns") or 0),
         )
         for turn in data.get("turns") or []
     ]

@@ -525,6 +525,8 @@ class Runner:
                     reply.prompt_tokens,
                     reply.completion_tokens,
                     reply.tool_calls or None,  # the calls as the model made them (the env's reading: info["tool_call"])
+                    reply.finish_reason,
+                    reply.dropped_turns,
                 )
             )
             tokens.prompt += reply.prompt_tokens

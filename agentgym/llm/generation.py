@@ -40,6 +40,10 @@ class RequestError(ValueError):
     """A request the model cannot serve as given (bad messages, prompt too long)."""
 
 
+class ContextLengthError(RequestError):
+    """A prompt that leaves no room in the model's context for a single new token."""
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """How to sample one completion.
@@ -179,9 +183,15 @@ class Generator:
             raise RequestError("the prompt is empty")
         if self.context_length is None and request.params.max_new_tokens is None:
             raise RequestError("max_new_tokens is required: the model's context length is unknown")
-        if self.context_length is not None and len(ids) >= self.context_length:
-            raise RequestError(f"the prompt has {len(ids)} tokens; the model's context length is {self.context_length}")
+        self.check_length(ids)
         return ids
+
+    def check_length(self, ids: Sequence[int]) -> None:
+        """Raise :class:`ContextLengthError` when the prompt ``ids`` leave no room in the context for a new token."""
+        if self.context_length is not None and len(ids) >= self.context_length:
+            raise ContextLengthError(
+                f"the prompt has {len(ids)} tokens; the model's context length is {self.context_length}"
+            )
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         """Generate one completion per request, all in one batch."""

@@ -99,8 +99,7 @@ class ServedGenerator(Generator):
             raise RequestError("the prompt is empty")
         if any(not 0 <= token < vocabulary for token in ids):
             raise RequestError(f"prompt token ids must be in 0..{vocabulary - 1}")
-        if self.context_length is not None and len(ids) >= self.context_length:
-            raise RequestError(f"the prompt has {len(ids)} tokens; the model's context length is {self.context_length}")
+        self.check_length(ids)
         if self.context_length is None and request.params.max_new_tokens is None:
             raise RequestError("max_tokens is required: the model's context length is unknown")
         return ids

@@ -299,8 +299,7 @@ class VisionGenerator(Generator):
             raise RequestError("the prompt is empty")
         if self.context_length is None and request.params.max_new_tokens is None:
             raise RequestError("max_new_tokens is required: the model's context length is unknown")
-        if self.context_length is not None and len(ids) >= self.context_length:
-            raise RequestError(f"the prompt has {len(ids)} tokens; the model's context length is {self.context_length}")
+        self.check_length(ids)
         return VisionPrompt(ids, self.processor.model_inputs(ids, [inputs]))
 
     @torch.inference_mode()

@@ -27,7 +27,8 @@ class Episode:
     it plays text), to be offered to the model (``tools=``);
     scripted policies read the env (its unwrapped instance) through ``in_env``, which runs a function of the env
     where the runner runs the env's own calls (some envs must stay on one thread).
-    ``rng`` is seeded from ``seed``.
+    ``rng`` is seeded from ``seed``. An LLM policy whose model's context cannot hold the whole chat leaves out its
+    oldest turns (:func:`drop_oldest_turns`) and keeps their count in ``dropped_turns``.
     """
 
     key: str
@@ -35,6 +36,9 @@ class Episode:
     env: gym.Env
     run_in_env: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None
     tools: list[dict[str, Any]] | None = None
+    #: The oldest turns an LLM policy last left out of the prompt to fit its model's context (the next prompt
+    #: leaves out at least as many: the history only grows).
+    dropped_turns: int = 0
 
     @cached_property
     def rng(self) -> random.Random:
@@ -64,6 +68,10 @@ class Reply:
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
     tool_calls: list[dict[str, Any]] | None = None
+    #: Why generation ended (``"stop"``, ``"length"``: cut at the token limit, ``"tool_calls"``), where reported.
+    finish_reason: str | None = None
+    #: The oldest turns of the history left out of the prompt so that it fit the model's context.
+    dropped_turns: int = 0
 
     @property
     def action(self) -> str | dict[str, Any]:
@@ -120,3 +128,20 @@ class Policy(abc.ABC):
 
     async def aclose(self) -> None:
         """Release connections, threads or models."""
+
+
+def history_turns(messages: list[Message]) -> list[int]:
+    """Where each turn of ``messages`` starts: the index of each assistant message after the task (the leading
+    system messages and the first observation, which holds the task: the head that a history window keeps)."""
+    head = next((i for i, message in enumerate(messages) if message.get("role") != "system"), len(messages)) + 1
+    return [i for i in range(head, len(messages)) if messages[i].get("role") == "assistant"]
+
+
+def drop_oldest_turns(messages: list[Message], count: int) -> list[Message]:
+    """``messages`` without their ``count`` oldest turns after the task (as ``ChatWrapper(history_window=K)`` cuts a
+    history); the newest turn always stays, with the observation to answer."""
+    starts = history_turns(messages)
+    count = min(count, len(starts) - 1)
+    if count <= 0:
+        return messages
+    return messages[: starts[0]] + messages[starts[count] :]

@@ -15,6 +15,7 @@ processor (:func:`agentgym.llm.vision.load_generator`): chats carrying screensho
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,9 +23,9 @@ from typing import Any
 
 import torch
 
-from agentgym.llm.generation import Batcher, Request, SamplingParams
+from agentgym.llm.generation import Batcher, ContextLengthError, Request, SamplingParams
 from agentgym.llm.models import resolve_model
-from agentgym.llm.policies.base import Episode, Message, Policy, Reply
+from agentgym.llm.policies.base import Episode, Message, Policy, Reply, drop_oldest_turns, history_turns
 from agentgym.llm.vision import VisionGenerator, load_generator
 
 
@@ -59,8 +60,9 @@ class HFPolicy(Policy):
         self.batcher = Batcher(load_generator(source.folder, device, dtype), max_batch_size, batch_wait_ms)
 
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
-        """The model's reply to the chat so far."""
+        """The model's reply to the chat so far (its oldest turns left out where the context cannot hold them)."""
         params = replace(self.params, seed=episode.rng.getrandbits(63))
+        messages = self.fitted(messages, episode)
         completion = await self.batcher.submit(Request(messages, params, episode.tools))
         return Reply.parsed(
             completion.text,
@@ -69,7 +71,37 @@ class HFPolicy(Policy):
             completion_tokens=completion.completion_tokens,
             token_ids=completion.token_ids,
             logprobs=completion.logprobs,
+            finish_reason=completion.finish_reason,
+            dropped_turns=episode.dropped_turns,
         )
+
+    def fitted(self, messages: list[Message], episode: Episode) -> list[Message]:
+        """``messages`` without as few of their oldest turns as leave ``max_new_tokens`` of room in the model's
+        context (counted by its tokenizer; the task and the newest turn always stay); ``episode.dropped_turns``
+        is set to how many were left out."""
+        generator = self.batcher.generator
+        if generator.context_length is None:
+            return messages
+        budget = generator.context_length - min(self.params.max_new_tokens, generator.context_length // 2)
+        most = max(len(history_turns(messages)) - 1, 0)
+        count = min(episode.dropped_turns, most)
+        while True:
+            fitted = drop_oldest_turns(messages, count)
+            if (
+                count >= most
+                or _surely_fits(fitted, budget - len(json.dumps(episode.tools or [])))
+                or self._tokens(fitted, episode) <= budget
+            ):
+                episode.dropped_turns = count
+                return fitted
+            count += 1
+
+    def _tokens(self, messages: list[Message], episode: Episode) -> float:
+        """The prompt's length in tokens (infinite when it overflows the context)."""
+        try:
+            return len(self.batcher.generator.encode(Request(messages, self.params, episode.tools)))
+        except ContextLengthError:
+            return float("inf")
 
     def describe(self) -> dict[str, Any]:
         """Name, model folder, device, batching and sampling params."""
@@ -92,3 +124,14 @@ class HFPolicy(Policy):
     async def aclose(self) -> None:
         """Stop the batcher and its worker thread."""
         await self.batcher.aclose()
+
+
+def _surely_fits(messages: list[Message], budget: int) -> bool:
+    """Whether a text chat surely fits ``budget`` tokens without tokenizing it: a token covers at least one byte
+    (byte-level BPE, byte fallback), and a chat template adds a few tokens per message."""
+    if not all(isinstance(message.get("content"), str | None) for message in messages):
+        return False
+    size = sum(
+        len((message.get("content") or "").encode()) + len(str(message.get("tool_calls") or "")) for message in messages
+    )
+    return size + 16 * len(messages) + 64 <= budget

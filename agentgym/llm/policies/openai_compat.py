@@ -5,19 +5,29 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
-from agentgym.llm.policies.base import Episode, Message, Policy, Reply
+from agentgym.llm.policies.base import Episode, Message, Policy, Reply, drop_oldest_turns, history_turns
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
+#: How servers say a prompt overflows the model's context: vLLM ("maximum context length"), agentgym serve-model
+#: ("the model's context length"), llama.cpp's server ("exceed context window").
+CONTEXT_OVERFLOW = re.compile(r"context (length|window)", re.IGNORECASE)
+
+
 class PolicyError(RuntimeError):
     """The model endpoint failed in a way retrying did not fix."""
+
+
+class ContextOverflow(PolicyError):
+    """The endpoint refused the prompt as longer than the model's context."""
 
 
 class OpenAIPolicy(Policy):
@@ -30,7 +40,8 @@ class OpenAIPolicy(Policy):
     ``api_key`` defaults to the ``api_key_env`` environment variable (``OPENAI_API_KEY``);
     with neither, no ``Authorization`` header is sent (vLLM's default). Each request
     carries the episode's seed so that sampling is reproducible where the server honours
-    it. Token usage is taken from the response's ``usage``.
+    it. Token usage is taken from the response's ``usage``. A prompt the server refuses as longer than the
+    model's context (an HTTP 400 that says so) is sent again without its oldest turns, as many as it takes.
 
     Load balancing: ``base_url`` may name several endpoints serving the same model, as a
     list or separated by commas (``openai:MODEL@URL1,URL2``). An episode goes to the endpoint
@@ -106,13 +117,31 @@ class OpenAIPolicy(Policy):
         return index
 
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
-        payload = {"model": self.model, "messages": messages, "seed": episode.seed, **self.sampling}
-        if episode.tools:
-            payload |= {"tools": episode.tools, "tool_choice": "auto"}
-        async with self._slots:
-            data, url = await self._post("/chat/completions", payload, episode.key)
+        """The endpoint's reply; a prompt it refuses as too long for the context is sent again without its oldest
+        turns (one more each time; the task and the newest turn always stay)."""
+        most = max(len(history_turns(messages)) - 1, 0)
+        count = min(episode.dropped_turns, most)
+        while True:
+            payload = {
+                "model": self.model,
+                "messages": drop_oldest_turns(messages, count),
+                "seed": episode.seed,
+                **self.sampling,
+            }
+            if episode.tools:
+                payload |= {"tools": episode.tools, "tool_choice": "auto"}
+            try:
+                async with self._slots:
+                    data, url = await self._post("/chat/completions", payload, episode.key)
+                break
+            except ContextOverflow:
+                if count >= most:
+                    raise
+                count += 1
+        episode.dropped_turns = count
         try:
-            message = data["choices"][0]["message"]
+            choice = data["choices"][0]
+            message = choice["message"]
             text = message.get("content") or ""
             tool_calls = message.get("tool_calls") or None
         except (KeyError, IndexError, TypeError, AttributeError):
@@ -120,7 +149,14 @@ class OpenAIPolicy(Policy):
         if tool_calls is not None and not isinstance(tool_calls, list):
             raise PolicyError(f"malformed tool_calls from {url}: {str(tool_calls)[:300]}")
         usage = data.get("usage") or {}
-        return Reply(text, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), tool_calls=tool_calls)
+        return Reply(
+            text,
+            usage.get("prompt_tokens", 0),
+            usage.get("completion_tokens", 0),
+            tool_calls=tool_calls,
+            finish_reason=choice.get("finish_reason"),
+            dropped_turns=count,
+        )
 
     async def _post(self, path: str, payload: dict[str, Any], episode_key: str) -> tuple[dict[str, Any], str]:
         """The endpoint's JSON answer and the endpoint's URL, retrying (on other endpoints where there are)."""
@@ -142,7 +178,12 @@ class OpenAIPolicy(Policy):
                 problem = f"{url}: HTTP {response.status_code}: {response.text[:300]}"
                 continue
             if response.status_code >= 400:
-                raise PolicyError(f"HTTP {response.status_code} from {url}{path}: {response.text[:500]}")
+                error = (
+                    ContextOverflow
+                    if response.status_code == 400 and CONTEXT_OVERFLOW.search(response.text)
+                    else PolicyError
+                )
+                raise error(f"HTTP {response.status_code} from {url}{path}: {response.text[:500]}")
             return response.json(), url
         raise PolicyError(f"{self.base_url}{path} failed after {self.max_retries + 1} attempts; last: {problem}")
 
