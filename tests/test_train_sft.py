@@ -28,6 +28,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from agentgym.evaluation.runner import EvalItem  # noqa: E402
 from agentgym.integrations import venvs  # noqa: E402
 from agentgym.llm.models import ModelNotFoundError, resolve_model  # noqa: E402
+from agentgym.tool_parsing import template_messages  # noqa: E402
 from agentgym.train.cli import main  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict, load_config  # noqa: E402
 from agentgym.train.rollout import ChatTokens  # noqa: E402
@@ -128,6 +129,30 @@ def test_assistant_only_mask_matches_the_chat_template(oracle_data: Path, smollm
         assert tokenizer.decode(masked) == "".join(reply + "<|im_end|>" for reply in replies)
         assert len(trajectory.turn_ends) == len(replies) == example.turns
         assert all(trajectory.token_ids[end] == tokenizer.eos_token_id for end in trajectory.turn_ends)
+
+
+def test_tool_call_episodes_render_as_the_template_does(tiny_tool_model_path: Path, tmp_path: Path) -> None:
+    """Tools mode: a reply's ids are its ``<tool_call>`` block as the template writes it, then ``<|im_end|>``."""
+    played = play_oracle(
+        [EvalItem("FrozenLake-v0", 4, "train", kwargs={"size": 2})], tmp_path / "run", action_format="tools"
+    )
+    manifest = build_dataset([played], tmp_path / "data")
+    assert manifest["action_format"] == "tools" and manifest["examples"] < 4  # call ids aside, repeats are kept once
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tool_model_path)
+    chat_tokens = ChatTokens(tokenizer, [tokenizer.eos_token_id])
+    for example in load_examples(tmp_path / "data"):
+        assert example.tools and example.tools[0]["function"]["name"] == "move"
+        trajectory = example_trajectory(example, chat_tokens, example.messages[0]["content"])
+        last_reply = max(i for i, m in enumerate(example.messages) if m["role"] == "assistant")
+        chat = template_messages(example.messages[: last_reply + 1])
+        rendered = tokenizer.apply_chat_template(chat, tools=example.tools, tokenize=False)
+        assert (
+            trajectory.token_ids == tokenizer(rendered, add_special_tokens=False).input_ids[: len(trajectory.token_ids)]
+        )
+        masked = tokenizer.decode([t for t, mask in zip(trajectory.token_ids, trajectory.loss_mask) if mask])
+        assert masked.count("<tool_call>") == masked.count("<|im_end|>") == example.turns
+    with pytest.raises(ValueError, match="rollout.action_format is text"):
+        training_trajectories(tmp_path / "data", chat_tokens, None, "text", "dev")
 
 
 def test_sft_step_on_smollm2_lowers_the_loss_and_trains_only_lora(

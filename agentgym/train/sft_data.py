@@ -238,7 +238,14 @@ def describe(examples: list[Example], sources: list[dict[str, Any]], selection: 
 
 
 def _digest(messages: list[Message]) -> str:
-    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+    """A chat's identity, tool-call ids left out (each episode makes up its own)."""
+    plain = []
+    for message in messages:
+        message = {key: value for key, value in message.items() if key != "tool_call_id"}
+        if message.get("tool_calls"):
+            message["tool_calls"] = [{k: v for k, v in call.items() if k != "id"} for call in message["tool_calls"]]
+        plain.append(message)
+    return hashlib.sha256(json.dumps(plain, sort_keys=True).encode()).hexdigest()
 
 
 def write_trl(examples: Iterable[Example], path: Path) -> None:
