@@ -1,7 +1,8 @@
-"""The reference trainer: GRPO, PPO and GiGPO for multi-turn LLM agents on agentgym envs.
+"""The reference trainer: GRPO, PPO and GiGPO (and SFT on expert episodes) for multi-turn LLM agents.
 
 ``rollout`` plays groups of episodes as token-in/token-out trajectories; ``advantages``
-holds the estimators; ``loss`` the clipped objective, KL and value loss; ``trainer`` the
-loop; ``config`` the YAML schema; ``cli`` the ``agentgym train`` command. Needs the
-``train`` extra (torch, transformers, peft; tensorboard for its logs).
+holds the estimators; ``loss`` the clipped objective, KL and value loss; ``sft_data`` the expert
+episodes for supervised fine-tuning; ``trainer`` the loop; ``config`` the YAML schema; ``cli`` the
+``agentgym train`` command. Needs the ``train`` extra (torch, transformers, peft; tensorboard for
+its logs).
 """

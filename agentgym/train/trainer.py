@@ -7,6 +7,8 @@ defined below it in that order: ``rollout`` plays the iteration's groups of epis
 ``collate`` pads them into a ``Batch``, ``score`` takes the logprobs, values and reference
 logprobs before the update (``Scores``), ``advantages`` turns rewards into per-token advantages
 (and PPO's returns), ``update`` runs the minibatch epochs, and ``log`` gathers the metrics.
+Supervised fine-tuning (``algorithm.name: sft``) replaces all of that with ``sft_step``: one step
+of cross-entropy on the assistant's tokens of expert episodes (:mod:`agentgym.train.sft_data`).
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def precision(config: TrainConfig, device: torch.device) -> tuple[torch.dtype, t
 
 
 class Trainer:
-    """GRPO / PPO / GiGPO for multi-turn agents on agentgym envs (see ``TrainConfig``)."""
+    """GRPO / PPO / GiGPO (and SFT on expert episodes) for multi-turn agents on agentgym envs (see ``TrainConfig``)."""
 
     def __init__(self, config: TrainConfig) -> None:
         self.config = config
