@@ -58,6 +58,7 @@ CASES: dict[str, tuple[str, dict[str, Any], int]] = {
     "webshop": ("WebShop-v0", {}, 2),
     "search": ("Search-Easy-v0", {}, 2),
     "reasoning": ("ReasoningGym-Python-v0", {}, 4),
+    "agentdojo": ("AgentDojo-Banking-Attack-v0", {}, 2),
     "code": ("Bash-v0", {}, 2),
     "swe": ("SWE-v0", {}, 2),
     "textworld": ("TextWorld-Cooking-Easy-v0", {}, 2),

@@ -34,6 +34,7 @@ INSTALLED_AS = {
 }
 #: Each family played from the installed wheel, and the id it is played on (its other ids are made and reset).
 CHECKED = {
+    "agentdojo": "AgentDojo-Banking-v0",
     "alfworld": "ALFWorld-v0",
     "babyai": "BabyAI-Text-GoTo-v0",
     "code": "BugFix-v0",
