@@ -166,6 +166,37 @@ def test_batcher_batches_concurrent_requests_and_isolates_bad_ones(
     assert batcher.batches == 3 and batcher.requests == 8
 
 
+def test_batcher_splits_a_batch_by_its_padded_prompt_tokens(
+    generator: Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch whose prompts pad to more than max_batch_tokens runs as smaller generations, shortest first, with
+    the completions a whole batch gives."""
+    prompt_sets: list[list[int]] = []
+    generate_tokens = generator.generate_tokens
+
+    def recording(prompts: list[list[int]], params: list[SamplingParams]) -> list[Completion]:
+        prompt_sets.append([len(prompt) for prompt in prompts])
+        return generate_tokens(prompts, params)
+
+    requests = [Request(chat, greedy(6)) for chat in CHATS] + [Request(prompt, greedy(6)) for prompt in PROMPTS]
+    lengths = [len(generator.encode(request)) for request in requests]
+    whole = generator.generate(requests)
+    monkeypatch.setattr(generator, "generate_tokens", recording)
+    budget = 2 * max(lengths)
+    batcher = Batcher(generator, max_batch_size=8, batch_wait_ms=100, max_batch_tokens=budget)
+
+    async def run() -> list[Completion]:
+        try:
+            return await asyncio.gather(*(batcher.submit(request) for request in requests))
+        finally:
+            await batcher.aclose()
+
+    results = asyncio.run(run())
+    assert [result.token_ids for result in results] == [completion.token_ids for completion in whole]
+    assert len(prompt_sets) > 1 and sorted(length for batch in prompt_sets for length in batch) == sorted(lengths)
+    assert all(len(batch) * max(batch) <= budget or len(batch) == 1 for batch in prompt_sets)
+
+
 def test_batcher_keeps_the_event_loop_free(generator: Generator) -> None:
     batcher = Batcher(generator)
 

@@ -372,23 +372,40 @@ def _eos_token_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -
     return frozenset(ids)
 
 
+#: The most prompt tokens (rows times the longest prompt, padding included) one forward pass of a batch takes, as
+#: vLLM's ``max_num_batched_tokens`` bounds its passes: a batch of long prompts runs as several smaller ones
+#: rather than holding every row's activations and cache at once.
+DEFAULT_MAX_BATCH_TOKENS = 32_768
+
+
 class Batcher:
     """Collects concurrent requests into batches for one ``Generator``.
 
     Coroutines ``await submit(request)``. A background task takes up to
     ``max_batch_size`` queued requests, waiting at most ``batch_wait_ms`` after the first
     for more to arrive, and runs them as one batch in a worker thread, so the event loop
-    never blocks on the model; requests that arrive meanwhile form the next batch. A
+    never blocks on the model; requests that arrive meanwhile form the next batch. A batch
+    whose prompts pad to more than ``max_batch_tokens`` (None: no limit) runs as several
+    generations (:func:`token_batches`), which bounds the memory of a pass. A
     request with a ``RequestError`` fails alone, not its batch. Use it from one event
     loop at a time.
     """
 
-    def __init__(self, generator: Generator, max_batch_size: int = 32, batch_wait_ms: float = 5.0) -> None:
+    def __init__(
+        self,
+        generator: Generator,
+        max_batch_size: int = 32,
+        batch_wait_ms: float = 5.0,
+        max_batch_tokens: int | None = DEFAULT_MAX_BATCH_TOKENS,
+    ) -> None:
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        if max_batch_tokens is not None and max_batch_tokens < 1:
+            raise ValueError(f"max_batch_tokens must be None or >= 1, got {max_batch_tokens}")
         self.generator = generator
         self.max_batch_size = max_batch_size
         self.batch_wait_ms = batch_wait_ms
+        self.max_batch_tokens = max_batch_tokens
         #: Batches and requests run so far.
         self.batches = 0
         self.requests = 0
@@ -461,15 +478,41 @@ class Batcher:
                 future.set_result(result)
 
     def _generate(self, requests: list[Request]) -> list[Completion | Exception]:
-        """Encode each request on its own (a bad one fails alone), then generate the rest together."""
-        results: list[Completion | Exception | None] = []
-        prompts: list[list[int]] = []
-        for request in requests:
+        """Encode each request on its own (a bad one fails alone), then generate the rest in as few batches as
+        :attr:`max_batch_tokens` allows."""
+        results: list[Completion | Exception | None] = [None] * len(requests)
+        prompts: dict[int, list[int]] = {}
+        for index, request in enumerate(requests):
             try:
-                prompts.append(self.generator.encode(request))
-                results.append(None)
+                prompts[index] = self.generator.encode(request)
             except RequestError as error:
-                results.append(error)
-        valid = [request.params for request, result in zip(requests, results) if result is None]
-        completions = iter(self.generator.generate_tokens(prompts, valid) if prompts else [])
-        return [next(completions) if result is None else result for result in results]
+                results[index] = error
+        indices = list(prompts)
+        for chunk in token_batches([len(prompts[index]) for index in indices], self.max_batch_tokens):
+            rows = [indices[position] for position in chunk]
+            completions = self.generator.generate_tokens(
+                [prompts[row] for row in rows], [requests[row].params for row in rows]
+            )
+            for row, completion in zip(rows, completions):
+                results[row] = completion
+        return results  # type: ignore[return-value]
+
+
+def token_batches(lengths: Sequence[int], max_tokens: int | None) -> list[list[int]]:
+    """The positions of prompts of ``lengths`` split into batches whose padded prefill (rows times the longest
+    prompt) holds at most ``max_tokens`` tokens, shortest prompts first (less padding); a longer prompt goes alone.
+
+    >>> token_batches([5, 1, 3, 8], 10)
+    [[1, 2], [0], [3]]
+    """
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    if max_tokens is None:
+        return [order] if order else []
+    batches: list[list[int]] = []
+    for position in order:
+        # Sorted by length: the newest prompt is the batch's longest.
+        if batches and (len(batches[-1]) + 1) * lengths[position] <= max_tokens:
+            batches[-1].append(position)
+        else:
+            batches.append([position])
+    return batches

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from agentgym.llm.generation import Batcher, ContextLengthError, Request, SamplingParams
+from agentgym.llm.generation import DEFAULT_MAX_BATCH_TOKENS, Batcher, ContextLengthError, Request, SamplingParams
 from agentgym.llm.models import resolve_model
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply, drop_oldest_turns, history_turns
 from agentgym.llm.vision import VisionGenerator, load_generator
@@ -34,8 +34,8 @@ class HFPolicy(Policy):
     or a packaged model's name such as ``smollm2`` (:func:`agentgym.llm.models.resolve_model`).
 
     ``device`` and ``dtype`` are as in ``Generator.from_pretrained``. Up to
-    ``max_batch_size`` concurrent calls share a batch; the batcher waits at most
-    ``batch_wait_ms`` after the first for more. ``temperature`` 0 (the default, as for
+    ``max_batch_size`` concurrent calls share a batch (split where its prompts pad to more than
+    ``max_batch_tokens``); the batcher waits at most ``batch_wait_ms`` after the first for more. ``temperature`` 0 (the default, as for
     ``OpenAIPolicy``) is greedy decoding.
     """
 
@@ -47,6 +47,7 @@ class HFPolicy(Policy):
         dtype: str | torch.dtype | None = None,
         max_batch_size: int = 32,
         batch_wait_ms: float = 5.0,
+        max_batch_tokens: int | None = DEFAULT_MAX_BATCH_TOKENS,
         temperature: float = 0.0,
         top_p: float = 1.0,
         max_new_tokens: int = 1024,
@@ -57,7 +58,8 @@ class HFPolicy(Policy):
         self.params = SamplingParams(
             temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, stop=tuple(stop)
         )
-        self.batcher = Batcher(load_generator(source.folder, device, dtype), max_batch_size, batch_wait_ms)
+        generator = load_generator(source.folder, device, dtype)
+        self.batcher = Batcher(generator, max_batch_size, batch_wait_ms, max_batch_tokens)
 
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
         """The model's reply to the chat so far (its oldest turns left out where the context cannot hold them)."""
@@ -115,6 +117,7 @@ class HFPolicy(Policy):
             "dtype": str(model.dtype).removeprefix("torch."),
             "max_batch_size": self.batcher.max_batch_size,
             "batch_wait_ms": self.batcher.batch_wait_ms,
+            "max_batch_tokens": self.batcher.max_batch_tokens,
             "temperature": self.params.temperature,
             "top_p": self.params.top_p,
             "max_new_tokens": self.params.max_new_tokens,

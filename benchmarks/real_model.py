@@ -1,0 +1,356 @@
+"""The real model on agentgym: SmolLM2-135M-Instruct through three serving paths, on the same episodes.
+
+Paths (each an ``agentgym eval --policy ...`` run, as a user types it):
+
+* ``hf``: ``--policy hf:smollm2``, the model in the eval's own process (transformers, float32 on CPU);
+* ``serve-model``: ``agentgym serve-model smollm2`` and ``--policy openai:SmolLM2-135M-Instruct@URL``;
+* ``llamacpp``: llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``, llama-cpp-python in its
+  side venv: ``python -m agentgym.integrations.venvs llamacpp``) on the same GGUF file, and the same policy.
+
+Two reports:
+
+* ``leaderboard SUITE``: every path on the suite (greedy, the same seeds), beside the oracle and random: success
+  and score with 95% intervals per family, the invalid-action rate and its reasons (no ``Action:`` line, unknown
+  command, bad arguments, reply cut at ``--max-tokens``), tokens per episode, turns whose prompt left out old
+  turns to fit the 8k context, errored episodes -> ``benchmarks/results/real_model_leaderboard.{json,md}``;
+* ``throughput``: the same episodes at concurrency 1, 8 and 32 on each path: prompt and generated tokens per
+  second, episodes per minute, seconds per reply and to the first reply -> ``real_model_throughput.{json,md}``.
+
+    python benchmarks/real_model.py leaderboard benchmarks/real_model.yaml --out /tmp/real-model
+    python benchmarks/real_model.py throughput --out /tmp/real-model-throughput
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import httpx
+
+import agentgym  # noqa: F401  (registers the envs)
+from agentgym.evaluation.records import EpisodeRecord, Turn
+from agentgym.evaluation.results import read_episodes
+from agentgym.evaluation.stats import wilson_interval
+from agentgym.integrations.venvs import ensure
+from agentgym.llm.models import resolve_model
+from agentgym.registry import env_info
+from agentgym.utils.text import last_action_line, strip_thinking
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+MODEL = "SmolLM2-135M-Instruct"
+PATHS = ("hf", "serve-model", "llamacpp")
+REASONS = ("no Action: line", "unknown command", "bad arguments", "cut at max tokens")
+
+
+# ---- serving -----------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served(path: str, threads: int, max_batch_size: int) -> Iterator[str]:
+    """The policy spec of ``path``, with its server running (none for ``hf``)."""
+    if path == "hf":
+        yield "hf:smollm2"
+        return
+    port = free_port()
+    env = os.environ | {"OMP_NUM_THREADS": str(threads)}
+    if path == "serve-model":
+        command = [sys.executable, "-m", "agentgym.cli", "serve-model", "smollm2", "--device", "cpu"]
+        command += ["--port", str(port), "--max-batch-size", str(max_batch_size), "--log-level", "warning"]
+    else:
+        gguf = resolve_model("smollm2").gguf
+        command = [str(ensure("llamacpp")), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", MODEL]
+        command += ["--n_ctx", "8192", "--n_threads", str(threads), "--n_threads_batch", str(threads)]
+        command += ["--host", "127.0.0.1", "--port", str(port)]
+    log = tempfile.TemporaryFile("w+")  # a pipe nobody reads would fill up and stop llama.cpp's verbose server
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/models", timeout=5).status_code == 200:
+                    break
+            if server.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                raise RuntimeError(f"{path} did not start: {log.read()[-3000:]}")
+            time.sleep(1)
+        yield f"openai:{MODEL}@{url}"
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        log.close()
+
+
+def evaluate(spec: str, out: Path, eval_args: list[str], threads: int) -> float:
+    """Run ``agentgym eval`` for one policy into ``out``; its wall seconds."""
+    command = [sys.executable, "-m", "agentgym.cli", "eval", "--policy", spec, "--out", str(out), "--no-progress"]
+    env = os.environ | {"OMP_NUM_THREADS": str(threads)}
+    start = time.perf_counter()
+    subprocess.run(command + eval_args, check=True, env=env, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+# ---- reading the replies -----------------------------------------------------------------------
+
+
+def replies(record: EpisodeRecord) -> list[str]:
+    """The model's replies of an episode, one per turn (its transcript's assistant messages)."""
+    return [message.get("content") or "" for message in record.messages if message.get("role") == "assistant"]
+
+
+def verbs(env_id: str, kwargs: dict[str, Any], cache: dict[str, set[str]]) -> set[str]:
+    """The words a command of the env may start with: its tools' names and the first words of its commands."""
+    if env_id not in cache:
+        env = gym.make(env_id, **kwargs)
+        try:
+            env.reset(options={"split": "test"})
+            unwrapped = env.unwrapped
+            words = (
+                {tool.name.lower() for tool in unwrapped.tool_specs()} if hasattr(unwrapped, "tool_specs") else set()
+            )
+            for action in (unwrapped.available_actions() if hasattr(unwrapped, "available_actions") else None) or ():
+                words.add(first_word(action))
+        finally:
+            env.close()
+        cache[env_id] = words
+    return cache[env_id]
+
+
+def first_word(command: str) -> str:
+    word = command.strip().split(maxsplit=1)[0] if command.strip() else ""
+    return word.split("[", 1)[0].split("(", 1)[0].lower()
+
+
+def invalid_reason(turn: Turn, reply: str, known: set[str]) -> str:
+    """Why a turn's action was invalid: the reply was cut, had no ``Action:`` line, or named a command the env
+    does not know, or one it knows with arguments it refused."""
+    if turn.finish_reason == "length":
+        return "cut at max tokens"
+    if not turn.tool_calls and last_action_line(strip_thinking(reply)) is None:
+        return "no Action: line"
+    command = turn.action if isinstance(turn.action, str) else ""
+    return "bad arguments" if first_word(command) in known else "unknown command"
+
+
+# ---- the leaderboard ---------------------------------------------------------------------------
+
+
+def family_rows(folder: Path, verb_cache: dict[str, set[str]]) -> dict[str, dict[str, Any]]:
+    """Per family: episodes, success and score, invalid actions and their reasons, tokens, truncations, errors."""
+    grouped: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for record in read_episodes(folder / "episodes.jsonl").values():
+        grouped[env_info(record.env_id).family].append(record)
+    rows = {}
+    for family, records in sorted(grouped.items()):
+        played = [record for record in records if record.status == "ok"]
+        successes = sum(record.success for record in played)
+        low, high = wilson_interval(successes, len(played)) if played else (0.0, 0.0)
+        turns = reasons = 0
+        reason_counts: Counter[str] = Counter()
+        for record in played:
+            known = verbs(record.env_id, record.env_kwargs, verb_cache)
+            for turn, reply in zip(record.turns, replies(record)):
+                turns += 1
+                if turn.invalid_action:
+                    reasons += 1
+                    reason_counts[invalid_reason(turn, reply, known)] += 1
+        rows[family] = {
+            "episodes": len(records),
+            "errored": len(records) - len(played),
+            "success": successes / len(played) if played else 0.0,
+            "interval": [low, high],
+            "score": sum(record.score for record in played) / len(played) if played else 0.0,
+            "turns": turns,
+            "invalid_rate": reasons / turns if turns else 0.0,
+            "reasons": {reason: reason_counts[reason] for reason in REASONS},
+            "prompt_tokens": sum(record.tokens.prompt for record in played if record.tokens) / max(len(played), 1),
+            "completion_tokens": sum(r.tokens.completion for r in played if r.tokens) / max(len(played), 1),
+            "truncated_prompts": sum(turn.dropped_turns > 0 for record in played for turn in record.turns),
+        }
+    return rows
+
+
+def leaderboard(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    eval_args = ["--suite", args.suite, "--max-tokens", str(args.max_tokens), "--temperature", "0"]
+    eval_args += ["--concurrency", str(args.concurrency), "--seed", "0"]
+    walls = {}
+    for name in ("oracle", "random"):
+        walls[name] = evaluate(name, out / name, ["--suite", args.suite, "--seed", "0"], args.threads)
+    for path in args.paths:
+        with served(path, args.threads, args.concurrency) as spec:
+            walls[path] = evaluate(spec, out / path, eval_args, args.threads)
+    verb_cache: dict[str, set[str]] = {}
+    table = {name: family_rows(out / name, verb_cache) for name in walls}
+    report = {
+        "suite": args.suite,
+        "max_tokens": args.max_tokens,
+        "concurrency": args.concurrency,
+        "threads": args.threads,
+        "wall_s": walls,
+        "families": table,
+    }
+    (RESULTS / "real_model_leaderboard.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (RESULTS / "real_model_leaderboard.md").write_text(leaderboard_markdown(report), encoding="utf-8")
+    print(leaderboard_markdown(report))
+
+
+def leaderboard_markdown(report: dict[str, Any]) -> str:
+    policies = list(report["families"])
+    families = sorted({family for rows in report["families"].values() for family in rows})
+    lines = [
+        f"# SmolLM2-135M-Instruct on `{report['suite']}`",
+        "",
+        f"Greedy, `--max-tokens {report['max_tokens']}`, concurrency {report['concurrency']}, "
+        f"{report['threads']} torch/llama.cpp thread(s); the same seeds and tasks for every row. "
+        "Made by `benchmarks/real_model.py leaderboard`.",
+        "",
+        "## Success rate (95% Wilson interval) and mean score per family",
+        "",
+        "| family | " + " | ".join(policies) + " |",
+        "|---|" + "---|" * len(policies),
+    ]
+    for family in families:
+        cells = []
+        for policy in policies:
+            row = report["families"][policy].get(family)
+            if row is None:
+                cells.append("")
+                continue
+            low, high = row["interval"]
+            errored = f", {row['errored']} errored" if row["errored"] else ""
+            cells.append(f"{row['success']:.0%} [{low:.0%}, {high:.0%}] · {row['score']:.2f}{errored}")
+        lines.append(f"| {family} | " + " | ".join(cells) + " |")
+    model_paths = [policy for policy in policies if policy not in ("oracle", "random")]
+    for policy in model_paths:
+        lines += [
+            "",
+            f"## `{policy}`: invalid actions and their reasons, tokens, context",
+            "",
+            "| family | episodes | turns | invalid | " + " | ".join(REASONS) + " | prompt tok/ep | gen tok/ep | "
+            "prompts cut to fit |",
+            "|---|" + "---|" * (8 + len(REASONS) - 1),
+        ]
+        for family, row in report["families"][policy].items():
+            reasons = " | ".join(str(row["reasons"][reason]) for reason in REASONS)
+            lines.append(
+                f"| {family} | {row['episodes']} | {row['turns']} | {row['invalid_rate']:.0%} | {reasons} | "
+                f"{row['prompt_tokens']:,.0f} | {row['completion_tokens']:,.0f} | {row['truncated_prompts']} |"
+            )
+    walls = ", ".join(f"{name} {seconds / 60:.1f} min" for name, seconds in report["wall_s"].items())
+    lines += ["", f"Wall time: {walls}.", ""]
+    return "\n".join(lines)
+
+
+# ---- throughput --------------------------------------------------------------------------------
+
+
+def throughput(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    eval_args = ["--max-tokens", str(args.max_tokens), "--temperature", "0", "--seed", "0"]
+    eval_args += ["--max-turns", str(args.max_turns), "--episodes", str(args.episodes), "--split", "test"]
+    for env_id in args.env:
+        eval_args += ["--env", env_id]
+    rows = []
+    for path in args.paths:
+        with served(path, args.threads, max(args.concurrency)) as spec:
+            for concurrency in args.concurrency:
+                folder = out / f"{path}-c{concurrency}"
+                wall = evaluate(spec, folder, [*eval_args, "--concurrency", str(concurrency)], args.threads)
+                records = [r for r in read_episodes(folder / "episodes.jsonl").values() if r.status == "ok"]
+                turns = [turn for record in records for turn in record.turns]
+                first = [record.turns[0].policy_s for record in records if record.turns]
+                rows.append(
+                    {
+                        "path": path,
+                        "concurrency": concurrency,
+                        "episodes": len(records),
+                        "wall_s": wall,
+                        "prompt_tokens_per_s": sum(turn.prompt_tokens for turn in turns) / wall,
+                        "generated_tokens_per_s": sum(turn.completion_tokens for turn in turns) / wall,
+                        "episodes_per_min": 60 * len(records) / wall,
+                        "reply_s": sum(turn.policy_s for turn in turns) / max(len(turns), 1),
+                        "first_reply_s": sum(first) / max(len(first), 1),
+                    }
+                )
+                print(rows[-1], flush=True)
+    report = {
+        "envs": args.env,
+        "episodes_per_env": args.episodes,
+        "max_turns": args.max_turns,
+        "max_tokens": args.max_tokens,
+        "threads": args.threads,
+        "rows": rows,
+    }
+    (RESULTS / "real_model_throughput.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (RESULTS / "real_model_throughput.md").write_text(throughput_markdown(report), encoding="utf-8")
+    print(throughput_markdown(report))
+
+
+def throughput_markdown(report: dict[str, Any]) -> str:
+    lines = [
+        "# SmolLM2-135M-Instruct: three serving paths on the same episodes",
+        "",
+        f"{report['episodes_per_env']} test episodes of each of {', '.join(report['envs'])}, at most "
+        f"{report['max_turns']} turns, greedy, `--max-tokens {report['max_tokens']}`, {report['threads']} thread(s) "
+        "for torch and llama.cpp. Prompt tokens count each turn's whole prompt (the history is resent). "
+        "Made by `benchmarks/real_model.py throughput`.",
+        "",
+        "| path | concurrency | episodes | wall s | prompt tok/s | generated tok/s | episodes/min | s per reply "
+        "| s to first reply |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report["rows"]:
+        lines.append(
+            f"| {row['path']} | {row['concurrency']} | {row['episodes']} | {row['wall_s']:.0f} | "
+            f"{row['prompt_tokens_per_s']:,.0f} | {row['generated_tokens_per_s']:,.1f} | "
+            f"{row['episodes_per_min']:.1f} | {row['reply_s']:.2f} | {row['first_reply_s']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    board = commands.add_parser("leaderboard")
+    board.add_argument("suite")
+    board.add_argument("--concurrency", type=int, default=32)
+    board.set_defaults(run=leaderboard)
+    speed = commands.add_parser("throughput")
+    speed.add_argument("--env", action="append", default=None)
+    speed.add_argument("--episodes", type=int, default=8)
+    speed.add_argument("--max-turns", type=int, default=4)
+    speed.add_argument("--concurrency", type=lambda text: [int(x) for x in text.split(",")], default=[1, 8, 32])
+    speed.set_defaults(run=throughput)
+    for command in (board, speed):
+        command.add_argument("--out", required=True)
+        command.add_argument("--paths", type=lambda text: text.split(","), default=list(PATHS))
+        command.add_argument("--max-tokens", type=int, default=128)
+        command.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    if args.command == "throughput" and not args.env:
+        args.env = ["Wordle-v0", "TicTacToe-vs-Random-v0", "FrozenLake-v0", "Sokoban-v0"]
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()
