@@ -35,8 +35,8 @@ class HFPolicy(Policy):
 
     ``device`` and ``dtype`` are as in ``Generator.from_pretrained``. Up to
     ``max_batch_size`` concurrent calls share a batch (split where its prompts pad to more than
-    ``max_batch_tokens``); the batcher waits at most ``batch_wait_ms`` after the first for more. ``temperature`` 0 (the default, as for
-    ``OpenAIPolicy``) is greedy decoding.
+    ``max_batch_tokens``); the batcher waits at most ``batch_wait_ms`` after the first for more.
+    ``temperature`` 0 (the default, as for ``OpenAIPolicy``) is greedy decoding.
     """
 
     def __init__(
