@@ -351,7 +351,8 @@ def process_overhead(env_id: str, episodes: int) -> dict[str, Any]:
     remote = gym.make(env_id, backend="process")
     try:
         process_s, process_transitions = timed_steps(remote, plans)
-        channel = RemoteEnv(remote.unwrapped.url, env_id, websocket=True, max_episode_steps=-1)
+        key = remote.unwrapped.owned_server.api_key
+        channel = RemoteEnv(remote.unwrapped.url, env_id, websocket=True, max_episode_steps=-1, api_key=key)
         channel_s, channel_transitions = timed_steps(
             gym.wrappers.TimeLimit(channel, remote.spec.max_episode_steps), plans
         )

@@ -95,9 +95,12 @@ def test_refusals_answer_the_declared_error_model() -> None:
 def test_schemathesis_finds_no_failure_with_every_check(tmp_path: Path) -> None:
     st = shutil.which("st", path=str(Path(sys.executable).parent)) or shutil.which("st")
     assert st, "schemathesis's `st` command is missing (pip install -e '.[test]')"
-    with serving_in_thread(create_app(ENV_IDS, max_sessions=64)) as url:
+    # With a key, as a server reachable from other machines runs: every check sends it, and schemathesis's
+    # ignored_auth check finds each operation the document secures refusing requests without it.
+    with serving_in_thread(create_app(ENV_IDS, max_sessions=64, api_keys=["schemathesis-key"])) as url:
         command = [
             *(st, "--config-file", str(CONFIG), "run", f"{url}/openapi.json"),
+            *("--header", "Authorization: Bearer schemathesis-key"),
             *("--checks", "all", "--max-examples", "25", "--seed", "1", "--workers", "1"),
             *("--report", "junit", "--report-dir", str(tmp_path)),
         ]

@@ -30,6 +30,7 @@ registered env kwargs; :func:`create_app` serves an env made with other kwargs.
 from __future__ import annotations
 
 import functools
+import os
 import uuid
 from typing import Any
 
@@ -44,6 +45,7 @@ from pydantic_core import PydanticCustomError
 from agentgym.core import observation_text
 from agentgym.integrations._session import make_env, reset_options
 from agentgym.registry import env_info
+from agentgym.serving.client import API_KEY_ENV
 from agentgym.wrappers.vision import ImageOptions, encode_screenshot
 
 DEFAULT_MAX_SESSIONS = 1024
@@ -207,12 +209,32 @@ def create_router(env_ids: list[str], max_sessions: int = DEFAULT_MAX_SESSIONS) 
 class AgentGymEnvClient(EnvClient[AgentGymAction, AgentGymObservation, AgentGymState]):
     """OpenEnv's client for an agentgym env: ``base_url`` of an OpenEnv app, or of ``agentgym
     serve`` with ``env_id``. ``step`` takes an :class:`AgentGymAction`, a text reply (``str``)
-    or a tool call (``dict``)."""
+    or a tool call (``dict``). ``api_key``: the server's key (docs/security.md; default
+    ``$AGENTGYM_API_KEY``), sent as ``Authorization: Bearer`` when the WebSocket opens."""
 
-    def __init__(self, base_url: str, env_id: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, base_url: str, env_id: str | None = None, *, api_key: str | None = None, **kwargs: Any) -> None:
         if env_id is not None:
             base_url = f"{base_url.rstrip('/')}/openenv/{env_id}"
         super().__init__(base_url, **kwargs)
+        self._api_key = api_key or os.environ.get(API_KEY_ENV)
+
+    async def connect(self) -> AgentGymEnvClient:
+        """Open the WebSocket, with the key (OpenEnv's own ``connect`` sends no headers)."""
+        if self._ws is not None or not self._api_key:
+            return await super().connect()
+        from websockets.asyncio.client import connect
+
+        try:
+            self._ws = await connect(
+                self._ws_url,
+                open_timeout=self._connect_timeout,
+                max_size=self._max_message_size,
+                additional_headers={"Authorization": f"Bearer {self._api_key}"},
+                proxy=None,
+            )
+        except Exception as error:
+            raise ConnectionError(f"Failed to connect to {self._ws_url}: {error}") from error
+        return self
 
     def _step_payload(self, action: AgentGymAction | str | dict[str, Any]) -> dict[str, Any]:
         if isinstance(action, str):

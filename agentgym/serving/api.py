@@ -302,12 +302,14 @@ class ErrorDetail(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     type: str = Field(
-        description="InvalidJSON, InvalidRequest, InvalidArgument, NotFound, MethodNotAllowed, UnknownEnv, "
-        "UnknownSession, ResetNeeded, PayloadTooLarge, TooManySessions, EnvError, NotImplemented, InternalError",
+        description="InvalidJSON, Unauthorized, InvalidRequest, InvalidArgument, NotFound, MethodNotAllowed, "
+        "UnknownEnv, UnknownSession, ResetNeeded, PayloadTooLarge, TooManySessions, SessionRateLimited, EnvError, "
+        "NotImplemented, InternalError",
     )
     message: str
     exception: str | None = Field(None, description="InvalidArgument: TypeError or ValueError, as the env raised it.")
     session_closed: StrictBool | None = Field(None, description="EnvError: the env raised and its session is gone.")
+    retry_after_s: float | None = Field(None, description="429: seconds to wait before retrying (as Retry-After).")
 
 
 class ErrorResponse(BaseModel):
@@ -336,7 +338,9 @@ ERRORS: dict[int, str] = {
     413: "PayloadTooLarge: the body exceeds the server's --max-body-bytes.",
     422: "InvalidRequest: the body does not fit the schema; InvalidArgument: the env's constructor or reset "
     "refused an argument (a task id it does not have, an unknown option or keyword).",
-    429: "TooManySessions: the server holds --max-sessions sessions; retry after a session closes.",
+    429: "TooManySessions: the server holds --max-sessions sessions, or this client (its key, or its address "
+    "without keys) --max-sessions-per-client; retry after a session closes. SessionRateLimited: this client "
+    "opened sessions faster than --session-rate allows (after --session-burst at once); retry after Retry-After.",
     500: "EnvError: the env raised; its session is closed (session_closed: true) and a new one may be opened. "
     "InternalError: a bug in the server.",
     501: "NotImplemented: the env does not support this call (e.g. random_action without enumerable actions).",
@@ -382,6 +386,35 @@ SESSION_LINKS: dict[str, Any] = {
     name: {"operationId": name, "parameters": {"session_id": "$response.body#/session_id"}}
     for name in (*CALL_ROUTES, "close")
 }
+
+
+#: A server with API keys (docs/security.md): every route but /health needs ``Authorization: Bearer KEY``.
+SECURITY_SCHEMES = {
+    "bearer": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "One of the server's API keys (agentgym serve --api-key-file, $AGENTGYM_API_KEYS); "
+        "a server without keys (on loopback) takes requests without one.",
+    }
+}
+
+
+def secure_openapi(document: dict[str, Any]) -> dict[str, Any]:
+    """Declare the key every operation but ``health`` needs (:data:`SECURITY_SCHEMES`), and its 401 answer."""
+    document.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
+    document["security"] = [{"bearer": []}]
+    error = {
+        "description": "Unauthorized: the server has API keys, and the request carries none or a wrong one.",
+        "headers": {"WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}}},
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
+    }
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            if operation.get("operationId") == "health":
+                operation["security"] = []
+            else:
+                operation["responses"]["401"] = error
+    return document
 
 
 def tidy_openapi(document: dict[str, Any]) -> dict[str, Any]:

@@ -29,8 +29,14 @@ gone, and the next ``reset`` opens a new one, as it does after a session expired
 server). A server that cannot be reached, or a connection that breaks during a call,
 raises :class:`ServerUnavailableError` (a ``ConnectionError`` naming the URL).
 
+Keys: a server started with API keys (docs/security.md) needs one: ``api_key=``, else
+``$AGENTGYM_API_KEY``. It travels as ``Authorization: Bearer KEY`` on every request and when a
+channel opens, and is never put in the env's spec. A refused key raises :class:`RemoteEnvError`
+of type ``"Unauthorized"`` (status 401).
+
 Retries: failed connection attempts are retried with backoff (nothing was sent), and so
-is opening a session (a duplicate session is reclaimed by the server's TTL). A call that
+is opening a session (a duplicate session is reclaimed by the server's TTL; after a 429, no
+sooner than the server's ``Retry-After``). A call that
 may have reached the server (a step above all) is never re-sent.
 
 One HTTP connection, kept alive; proxy environment variables are ignored. Not
@@ -42,6 +48,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import json
+import os
 import random
 import time
 from typing import Any, Protocol
@@ -62,14 +69,17 @@ from agentgym.serving.wire import (
 
 #: First wait before retrying to open a session; doubled on each retry.
 BACKOFF_S = 0.2
+#: The environment variable of the key a client sends when it is given none.
+API_KEY_ENV = "AGENTGYM_API_KEY"
 
 
 class RemoteEnvError(RuntimeError):
-    """An error the server answered; ``type`` is its error type (``"EnvError"``, ``"UnknownSession"``, ...)."""
+    """An error the server answered; ``type`` is its error type (``"EnvError"``, ``"UnknownSession"``, ...);
+    ``retry_after_s`` how long a 429 asks to wait, where it says."""
 
-    def __init__(self, message: str, *, type: str, status: int) -> None:
+    def __init__(self, message: str, *, type: str, status: int, retry_after_s: float | None = None) -> None:
         super().__init__(message)
-        self.type, self.status = type, status
+        self.type, self.status, self.retry_after_s = type, status, retry_after_s
 
 
 class ServerUnavailableError(ConnectionError):
@@ -80,6 +90,8 @@ class ServerHandle(Protocol):
     """A server a remote backend started: where it listens, and how to stop it."""
 
     url: str
+    #: The key the server takes (None: it takes none).
+    api_key: str | None
 
     def stop(self) -> None:
         """Stop the server and release what it holds; safe to call twice."""
@@ -163,7 +175,8 @@ class RemoteEnv(ProxyEnv):
     ``retries`` the retries of connection attempts and of opening the session.
     ``websocket=True`` makes the session's calls over its WebSocket channel (one persistent
     connection, the fastest way: ``benchmarks/server_throughput.py``); opening and closing
-    the session stay HTTP. Every other keyword argument goes to the env's constructor on the server.
+    the session stay HTTP. ``api_key``: the server's key (default ``$AGENTGYM_API_KEY``; none without
+    it). Every other keyword argument goes to the env's constructor on the server.
     """
 
     def __init__(
@@ -177,9 +190,12 @@ class RemoteEnv(ProxyEnv):
         connect_timeout_s: float = 10.0,
         retries: int = 2,
         websocket: bool = False,
+        api_key: str | None = None,
         **kwargs: Any,
     ) -> None:
         self.url = url.rstrip("/")
+        api_key = api_key or os.environ.get(API_KEY_ENV)
+        self._auth_headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self.websocket = websocket
         self._channel: Any = None  # the session's WebSocket channel (websockets' sync connection), once open
         self._channel_session: str | None = None
@@ -196,7 +212,7 @@ class RemoteEnv(ProxyEnv):
             base_url=self.url,
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
             transport=httpx.HTTPTransport(retries=retries, uds=uds),
-            headers={"content-type": "application/json"},
+            headers={"content-type": "application/json", **self._auth_headers},
             trust_env=False,
         )
         try:
@@ -257,7 +273,7 @@ class RemoteEnv(ProxyEnv):
                 retry = isinstance(error, ServerUnavailableError) or error.status in (429, 503)
                 if not retry or attempt == self.retries:
                     raise
-                time.sleep(BACKOFF_S * 2**attempt)
+                time.sleep(max(BACKOFF_S * 2**attempt, getattr(error, "retry_after_s", None) or 0))
         self.session_id = answer["session_id"]
         self._close_channel()
         return answer["env"]
@@ -324,7 +340,7 @@ class RemoteEnv(ProxyEnv):
             return self._channel
         self._close_channel()
         url = f"ws{self.url.removeprefix('http')}/sessions/{self.session_id}/channel"
-        self._channel = connect_websocket(url, self.uds, self._timeouts[1], self.retries, where)
+        self._channel = connect_websocket(url, self.uds, self._timeouts[1], self.retries, where, self._auth_headers)
         self._channel_session = self.session_id
         return self._channel
 
@@ -354,13 +370,16 @@ def stepped(answer: dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, A
     )
 
 
-def connect_websocket(url: str, uds: str | None, open_timeout_s: float, retries: int, where: str) -> Any:
-    """An open WebSocket (websockets' sync client) to ``url`` (through the Unix socket ``uds`` when given),
-    its attempts retried with backoff; :class:`ServerUnavailableError` naming ``where`` when none opens."""
+def connect_websocket(
+    url: str, uds: str | None, open_timeout_s: float, retries: int, where: str, headers: dict[str, str]
+) -> Any:
+    """An open WebSocket (websockets' sync client) to ``url`` (through the Unix socket ``uds`` when given) sending
+    ``headers``, its attempts retried with backoff; :class:`ServerUnavailableError` naming ``where`` when none opens."""
     from websockets.exceptions import WebSocketException
     from websockets.sync.client import connect, unix_connect
 
     options = {"open_timeout": open_timeout_s, "compression": None, "max_size": None, "proxy": None}
+    options["additional_headers"] = headers
     for attempt in range(retries + 1):
         try:
             opening = unix_connect(uds, url, **options) if uds is not None else connect(url, **options)
@@ -387,13 +406,15 @@ def _error_from(status: int, error: Any, text: str, where: str) -> Exception:
         return gym.error.ResetNeeded(message)
     if kind == "NotImplemented":
         return NotImplementedError(message)
-    return RemoteEnvError(f"{kind} from {where}: {message}", type=kind, status=status)
+    return RemoteEnvError(
+        f"{kind} from {where}: {message}", type=kind, status=status, retry_after_s=error.get("retry_after_s")
+    )
 
 
 def open_remote_env(server: ServerHandle, env_id: str, kwargs: dict[str, Any], **options: Any) -> RemoteEnv:
-    """A :class:`RemoteEnv` on ``server`` that stops the server when it closes (or fails to open)."""
+    """A :class:`RemoteEnv` on ``server`` (with its key) that stops the server when it closes (or fails to open)."""
     try:
-        env = RemoteEnv(server.url, env_id, **options, **kwargs)
+        env = RemoteEnv(server.url, env_id, **options, api_key=server.api_key, **kwargs)
     except BaseException:
         server.stop()
         raise

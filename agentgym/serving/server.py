@@ -36,10 +36,12 @@ and the ``process`` and ``docker`` backends run it. JSON in, JSON out:
 Every error is JSON ``{"error": {"type", "message"}}``, never a traceback. Client
 mistakes are 4xx: ``InvalidJSON`` 400, ``NotFound`` and ``UnknownEnv`` and
 ``UnknownSession`` 404, ``ResetNeeded`` 409 (a call before the first reset),
-``PayloadTooLarge`` 413, ``InvalidRequest`` 422 (a body that does not fit its model:
+``PayloadTooLarge`` 413, ``Unauthorized`` 401 (a server with API keys, a request without a valid one),
+``InvalidRequest`` 422 (a body that does not fit its model:
 missing fields, wrong types), ``InvalidArgument`` 422 (a ``TypeError``/``ValueError`` from
 the env's constructor or ``reset``, or an ``rng_state`` that is no state; ``"exception"``
-names which), ``MethodNotAllowed`` 405 (with ``Allow``), ``TooManySessions`` 429. A session stays usable
+names which), ``MethodNotAllowed`` 405 (with ``Allow``), ``TooManySessions`` and ``SessionRateLimited`` 429
+(with ``Retry-After``). A session stays usable
 after any of them. An env that raises anything else (or returns something JSON cannot
 carry) gets ``EnvError`` 500 with ``"session_closed": true``: its session is closed
 (``env.close()`` called) and removed, and the client may open a new one.
@@ -51,6 +53,11 @@ thread hop, see ``benchmarks/server_throughput.py``), otherwise on a thread of t
 session's own, so that envs bound to one thread (browsers) stay on it. A background task
 closes sessions idle longer than the TTL. Values JSON cannot carry natively are
 converted: numpy scalars and arrays to numbers and lists, tuples to lists.
+
+Keys and per-client quotas (:mod:`agentgym.serving.auth`, docs/security.md): with API keys, every route and
+channel but ``/health`` needs ``Authorization: Bearer KEY``, checked once per request or channel connection;
+each client (its key, or its address without keys) opens sessions at a limited rate and may hold a limited
+number. The server refuses to listen beyond loopback without a key unless allowed.
 
 Every route's request and response bodies and error answers are pydantic models in
 :mod:`agentgym.serving.api`, so the OpenAPI document (``GET /openapi.json``; ``agentgym
@@ -97,6 +104,19 @@ from agentgym.registry import (
     parse_limits,
     prepare_env,
 )
+from agentgym.serving.auth import (
+    CLIENT,
+    ApiKeys,
+    Guard,
+    Refusal,
+    SessionQuotas,
+    add_key_arguments,
+    add_quota_arguments,
+    check_exposure,
+    keys_from_args,
+    quotas_from_args,
+    retry_after,
+)
 from agentgym.serving.calls import CALLS, ProtocolError, body_field
 from agentgym.serving.wire import CHANNEL_SESSION_GONE, describe_env, encode_answer, encode_json
 from agentgym.utils.sockets import listening_socket, unix_socket
@@ -109,6 +129,7 @@ logger = logging.getLogger("agentgym.serving.server")
 DEFAULT_MAX_SESSIONS = 1024
 DEFAULT_SESSION_TTL_S = 600.0
 DEFAULT_MAX_BODY_BYTES = 8 * 2**20
+DEFAULT_MAX_MESSAGE_BYTES = 8 * 2**20
 #: What ``agentgym serve`` does, in one line.
 SERVE_HELP = "serve agentgym envs over HTTP: sessions for RemoteEnv and the process and docker backends"
 _MISSING: Any = object()
@@ -128,6 +149,8 @@ class Session:
     last_used: float = field(default_factory=time.monotonic)
     episodes: int = 0
     steps: int = 0
+    #: Who opened it: ``"key N"``, or ``"address HOST"`` on a server without keys (:mod:`agentgym.serving.auth`).
+    client: str = ""
     #: Closes each open WebSocket channel to this session (called when the session closes).
     channel_closers: set[Callable[[], Any]] = field(default_factory=set)
 
@@ -159,8 +182,12 @@ class EnvServer:
         session_ttl_s: float = DEFAULT_SESSION_TTL_S,
         inline: bool = True,
         family_concurrency: Mapping[str, int] | None = None,
+        quotas: SessionQuotas | None = None,
     ) -> None:
         self.env_ids = resolve_env_ids(env_ids)
+        #: Each client's session quotas.
+        self.quotas = quotas or SessionQuotas()
+        self._opening_for: Counter[str] = Counter()
         #: The user's per-family (or per-id) session limits, over the families' declared ``max_concurrency``.
         self.family_concurrency = dict(family_concurrency or {})
         self._opening_by: Counter[str] = Counter()
@@ -174,8 +201,8 @@ class EnvServer:
         self.counts: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
 
-    async def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Open a session; answers its id and the env's description."""
+    async def create(self, body: dict[str, Any], client: str = "") -> dict[str, Any]:
+        """Open a session for ``client`` (within its quotas); answers its id and the env's description."""
         env_id = body_field(body, "env_id", str)
         kwargs = body_field(body, "kwargs", dict, None) or {}
         max_episode_steps = body_field(body, "max_episode_steps", int, None)
@@ -202,10 +229,13 @@ class EnvServer:
                     f"{key} holds at most {limit} sessions on this machine (its family's max_concurrency; "
                     f"`agentgym serve --family-concurrency {key}=N` overrides)",
                 )
+        held = self._opening_for[client] + sum(other.client == client for other in self.sessions.values())
+        self.quotas.admit(client, held)
         self._opening += 1
         self._opening_by[key] += 1
+        self._opening_for[client] += 1
         executor = None if self.inline[env_id] else concurrent.futures.ThreadPoolExecutor(1, "agentgym-session")
-        session = Session(secrets.token_hex(12), env_id, kwargs, env=None, executor=executor)  # type: ignore[arg-type]
+        session = Session(secrets.token_hex(12), env_id, kwargs, env=None, executor=executor, client=client)  # type: ignore[arg-type]
         try:
             session.env = await session.run(lambda: _make(env_id, max_episode_steps, kwargs))
             description = describe_env(session.env, env_id, kwargs)
@@ -222,6 +252,9 @@ class EnvServer:
         finally:
             self._opening -= 1
             self._opening_by[key] -= 1
+            self._opening_for[client] -= 1
+            if not self._opening_for[client]:
+                del self._opening_for[client]
         self.sessions[session.id] = session
         self.counts["sessions_created"] += 1
         return {"session_id": session.id, "env": description}
@@ -393,7 +426,7 @@ class EnvServer:
 def _channel_request(message: str | bytes, max_bytes: int) -> dict[str, Any]:
     """A channel message read as a JSON object; :class:`ProtocolError` when it is too large or not one."""
     if len(message) > max_bytes:
-        raise ProtocolError(413, "PayloadTooLarge", f"the message exceeds {max_bytes} bytes")
+        raise ProtocolError(413, "PayloadTooLarge", f"the message exceeds {max_bytes} bytes (--max-message-bytes)")
     try:
         request = _loads(message)
     except ValueError as error:
@@ -537,13 +570,18 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     inline: bool = True,
     family_concurrency: Mapping[str, int] | None = None,
+    api_keys: Sequence[str] = (),
+    quotas: SessionQuotas | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> "FastAPI":
     """The server app for ``env_ids`` (ids or patterns); ``app.state.server`` is its :class:`EnvServer`.
 
     ``session_ttl_s`` 0 never reaps; ``inline=False`` runs every env call on a session
     thread, even for envs whose metadata sets ``inline_safe``. A family that declares
     ``max_concurrency`` holds at most that many sessions (``family_concurrency`` overrides, by
-    family or id); more get HTTP 429 like sessions over ``max_sessions``.
+    family or id); more get HTTP 429 like sessions over ``max_sessions``. With ``api_keys``, every
+    route and channel but ``/health`` needs one; ``quotas`` are each client's (default
+    :class:`~agentgym.serving.auth.SessionQuotas`'s); channel messages over ``max_message_bytes`` get 413.
     """
     from fastapi import FastAPI, Request, Response
     from fastapi.exceptions import RequestValidationError
@@ -560,6 +598,7 @@ def create_app(
         session_ttl_s=session_ttl_s,
         inline=inline,
         family_concurrency=family_concurrency,
+        quotas=quotas,
     )
 
     @asynccontextmanager
@@ -588,7 +627,7 @@ def create_app(
 
     def error_response(error: ProtocolError, headers: Mapping[str, str] | None = None) -> Response:
         server.errors[error.type] += 1
-        headers = {**(headers or {}), **({"Retry-After": "1"} if error.status == 429 else {})}
+        headers = {**(headers or {}), **({"Retry-After": retry_after(error)} if error.status == 429 else {})}
         return Response(error.body(), status_code=error.status, media_type="application/json", headers=headers)
 
     @app.exception_handler(ProtocolError)
@@ -612,9 +651,16 @@ def create_app(
     async def internal_error(_: Request, error: Exception) -> Response:
         return error_response(ProtocolError(500, "InternalError", f"{type(error).__name__}: {error}"))
 
+    def refusal_body(refusal: Refusal) -> bytes:
+        server.errors[refusal.type] += 1
+        return ProtocolError(refusal.status, refusal.type, refusal.message).body()
+
     app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes, refuse=error_response)
+    # Outermost: a request without a key is refused before anything reads it. ChannelsFirst guards the channels.
+    app.state.guard = functools.partial(Guard, keys=ApiKeys(api_keys) if api_keys else None, render=refusal_body)
+    app.add_middleware(app.state.guard)
     generate_openapi = app.openapi
-    app.openapi = lambda: app.openapi_schema or api.tidy_openapi(generate_openapi())  # type: ignore[method-assign]
+    app.openapi = lambda: app.openapi_schema or api.secure_openapi(api.tidy_openapi(generate_openapi()))  # type: ignore[method-assign]
 
     def body_of(model: Any) -> dict[str, Any]:
         """A validated request body as the JSON object the session calls read ({} for none)."""
@@ -642,9 +688,9 @@ def create_app(
         responses={**api.errors(*api.BODY_ERRORS, 404, 429, 501), 201: {"links": api.SESSION_LINKS}},
         operation_id="create_session",
     )
-    async def create_session(body: api.CreateSessionRequest) -> Response:
+    async def create_session(body: api.CreateSessionRequest, request: Request) -> Response:
         """Open a session: make the env (``gym.make``) and describe it."""
-        return answer(encode_json(await server.create(body_of(body))), 201)
+        return answer(encode_json(await server.create(body_of(body), request.scope.get(CLIENT, ""))), 201)
 
     @app.get("/sessions", response_model=api.SessionList, responses=api.errors(500), operation_id="list_sessions")
     async def list_sessions() -> Response:
@@ -671,8 +717,9 @@ def create_app(
         )(session_call(server, name, request_model, body_of, answer))
 
     # A raw ASGI app, not a decorated function: each message skips Starlette's WebSocket wrapper.
-    app.router.routes.append(WebSocketRoute("/sessions/{session_id}/channel", SessionChannel(server, max_body_bytes)))
-    app.router.routes.append(WebSocketRoute("/batch", BatchChannel(server, max_body_bytes)))
+    channel = SessionChannel(server, max_message_bytes)
+    app.router.routes.append(WebSocketRoute("/sessions/{session_id}/channel", channel))
+    app.router.routes.append(WebSocketRoute("/batch", BatchChannel(server, max_message_bytes)))
     return app
 
 
@@ -683,22 +730,24 @@ class ChannelsFirst:
     A channel's messages then skip FastAPI's middleware stack, whose layers each wrapped every
     ``send`` and were passed through at every resume of the channel's task (about 12% of the
     session channel's server time per step, ``benchmarks/server_throughput.py``). The routes are the
-    app's own (its WebSocket routes, matched by Starlette), so the app alone serves the same.
+    app's own (its WebSocket routes, matched by Starlette), so the app alone serves the same; each is
+    behind the app's key check (``app.state.guard``), which runs once, when the channel opens.
     """
 
     def __init__(self, app: Any) -> None:
         from starlette.routing import Match, WebSocketRoute
 
         self.app = app
-        self.channels = [route for route in app.router.routes if isinstance(route, WebSocketRoute)]
+        routes = [route for route in app.router.routes if isinstance(route, WebSocketRoute)]
+        self.channels = [(route, app.state.guard(route.app)) for route in routes]
         self._full_match = Match.FULL
 
     async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
         if scope["type"] == "websocket":
-            for route in self.channels:
+            for route, guarded in self.channels:
                 match, child_scope = route.matches(scope)
                 if match is self._full_match:
-                    return await route.app({**scope, **child_scope}, receive, send)
+                    return await guarded({**scope, **child_scope}, receive, send)
         await self.app(scope, receive, send)
 
 
@@ -884,6 +933,10 @@ def serve(
     uds: str | None = None,
     family_concurrency: Mapping[str, int] | None = None,
     prepare: bool = True,
+    api_keys: Sequence[str] = (),
+    allow_unauthenticated: bool = False,
+    quotas: SessionQuotas | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> None:
     """Serve ``env_ids`` until interrupted (SIGINT/SIGTERM close every session first).
 
@@ -893,10 +946,13 @@ def serve(
     with ``exit_with_fd``, the server exits when that pipe is closed (the ``process``
     backend passes ``fd`` and ``exit_with_fd``, the ``docker`` backend ``uds`` and
     ``exit_with_fd``). With ``prepare``, each served env's one-time preparation (site installs...)
-    runs before the socket listens, so that no session pays for it.
+    runs before the socket listens, so that no session pays for it. ``api_keys``, ``quotas`` and
+    ``max_message_bytes`` are :func:`create_app`'s; without keys, a ``host`` beyond loopback is refused
+    (``ValueError``) unless ``allow_unauthenticated`` (:func:`~agentgym.serving.auth.check_exposure`).
     """
     import uvicorn
 
+    warning = None if uds is not None or fd is not None else check_exposure(host, api_keys, allow_unauthenticated)
     limit_malloc_arenas()
     app = create_app(
         env_ids,
@@ -905,13 +961,23 @@ def serve(
         max_body_bytes=max_body_bytes,
         inline=inline,
         family_concurrency=family_concurrency,
+        api_keys=api_keys,
+        quotas=quotas,
+        max_message_bytes=max_message_bytes,
     )
     if prepare:
         for env_id in app.state.server.env_ids:
             prepare_env(env_id, report=lambda line, env_id=env_id: print(f"preparing {env_id}: {line}", flush=True))
     sock = unix_socket(uds) if uds is not None else listening_socket(host, port, fd)
-    # Keep-alive as long as an agent may think between steps: a RemoteEnv holds one connection.
-    config = uvicorn.Config(ChannelsFirst(app), log_level=log_level, access_log=False, timeout_keep_alive=600)
+    # Keep-alive as long as an agent may think between steps: a RemoteEnv holds one connection. A channel
+    # message over twice the limit is refused by the WebSocket layer (close 1009) before it is buffered whole.
+    config = uvicorn.Config(
+        ChannelsFirst(app),
+        log_level=log_level,
+        access_log=False,
+        timeout_keep_alive=600,
+        ws_max_size=2 * max_message_bytes,
+    )
     server = uvicorn.Server(config)
     if exit_with_fd is not None:
         threading.Thread(target=_exit_at_eof, args=(exit_with_fd, server), daemon=True).start()
@@ -920,6 +986,8 @@ def serve(
     else:
         bound_host, bound_port = sock.getsockname()[:2]
         where = f"http://[{bound_host}]:{bound_port}" if ":" in bound_host else f"http://{bound_host}:{bound_port}"
+    if warning:
+        print(f"agentgym serve: {warning}", file=sys.stderr, flush=True)
     print(f"agentgym serve: {', '.join(app.state.server.env_ids)} on {where}", flush=True)
     server.run(sockets=[sock])
 
@@ -948,6 +1016,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="larger request bodies get HTTP 413"
     )
+    parser.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=DEFAULT_MAX_MESSAGE_BYTES,
+        help="larger channel messages get a 413 error reply (over twice this: the channel closes with 1009)",
+    )
+    add_key_arguments(parser)
+    add_quota_arguments(parser)
     parser.add_argument(
         "--no-inline", action="store_true", help="run every env call on a thread, even for inline_safe envs"
     )
@@ -986,6 +1062,10 @@ def serve_from_args(args: argparse.Namespace) -> int:
         fd=args.fd,
         exit_with_fd=args.exit_with_fd,
         uds=args.uds,
+        api_keys=keys_from_args(args),
+        allow_unauthenticated=args.allow_unauthenticated,
+        quotas=quotas_from_args(args),
+        max_message_bytes=args.max_message_bytes,
     )
     return 0
 

@@ -50,8 +50,9 @@ class RemoteVectorEnv(VectorEnv):
 
     ``autoreset_mode`` as Gymnasium's vector envs (``NEXT_STEP``, the default, ``SAME_STEP`` or
     ``DISABLED``); ``copy`` returns a copy of the batched observations (as ``SyncVectorEnv``).
-    ``max_episode_steps``, ``uds``, ``timeout_s``, ``connect_timeout_s``, ``retries`` and every other
-    keyword argument are :class:`~agentgym.serving.client.RemoteEnv`'s, for each session.
+    ``max_episode_steps``, ``uds``, ``timeout_s``, ``connect_timeout_s``, ``retries``, ``api_key`` and every
+    other keyword argument are :class:`~agentgym.serving.client.RemoteEnv`'s, for each session (the key
+    also opens the batch channel).
     """
 
     def __init__(
@@ -67,6 +68,7 @@ class RemoteVectorEnv(VectorEnv):
         timeout_s: float = 300.0,
         connect_timeout_s: float = 10.0,
         retries: int = 2,
+        api_key: str | None = None,
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
@@ -86,6 +88,7 @@ class RemoteVectorEnv(VectorEnv):
                         timeout_s=timeout_s,
                         connect_timeout_s=connect_timeout_s,
                         retries=retries,
+                        api_key=api_key,
                         **kwargs,
                     )
                 )
@@ -250,7 +253,8 @@ class RemoteVectorEnv(VectorEnv):
     def _open_channel(self, where: str) -> Any:
         if self._channel is None:
             url = f"ws{self.url.removeprefix('http')}/batch"
-            self._channel = connect_websocket(url, self.uds, self._timeouts[1], self._retries, where)
+            headers = self.envs[0]._auth_headers
+            self._channel = connect_websocket(url, self.uds, self._timeouts[1], self._retries, where, headers)
         return self._channel
 
     def _close_channel(self) -> None:

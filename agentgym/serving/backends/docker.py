@@ -14,6 +14,8 @@ owns the container. Episodes are the local env's, as with the ``process`` backen
   server creates is then the caller's to connect to); a root caller's containers run as nobody
   (:data:`ROOT_CALLER_USER`), since root without capabilities breaks programs that act
   differently for root (xterm, whose child calls ``initgroups`` and exits when that fails).
+* **Key**: the server takes a key of its own, passed in the container's environment
+  (``$AGENTGYM_API_KEYS``), never on a command line; the env sends it.
 * **Cleanup**: the container is removed (``docker rm --force``) when the env is closed or
   garbage-collected and at interpreter exit. When this process dies without cleaning up
   (``kill -9``), the server exits by itself: it reads a FIFO in the shared folder that only
@@ -60,6 +62,7 @@ from typing import Any
 
 from agentgym.registry import env_info
 from agentgym.sandbox import UNPRIVILEGED_GID, UNPRIVILEGED_UID
+from agentgym.serving.auth import API_KEYS_ENV
 from agentgym.serving.client import RemoteEnv, open_remote_env
 
 #: The image of every family without its own in :data:`FAMILY_IMAGES`.
@@ -122,6 +125,7 @@ def make_docker(env_id: str, kwargs: dict[str, Any]) -> RemoteEnv:
         [env_id],
         image=options.pop("image", None) or image_for(env_id),
         network=options.pop("network", None) or ("bridge" if family in NETWORK_FAMILIES else "none"),
+        api_key=secrets.token_urlsafe(32),
         **{**DEFAULTS, **FAMILY_DEFAULTS.get(family, {}), **options},
     )
     # No step limit on the server: gym.make applies TimeLimit on this side.
@@ -135,7 +139,8 @@ class EnvContainer:
     ``uds`` is the socket's path here; ``log_path`` holds the server's output while the
     container runs. The constructor returns when ``/health`` answers; :meth:`stop` removes
     the container (also run when the object is garbage-collected and at interpreter exit).
-    ``memory``, ``cpus`` and ``pids_limit`` None leave that resource unlimited.
+    ``memory``, ``cpus`` and ``pids_limit`` None leave that resource unlimited. With ``api_key``, the
+    server takes that key alone (else none).
     """
 
     def __init__(
@@ -150,8 +155,10 @@ class EnvContainer:
         startup_timeout: float = DEFAULTS["startup_timeout"],
         max_sessions: int = 16,
         docker: str = "docker",
+        api_key: str | None = None,
     ) -> None:
         self.image = image
+        self.api_key = api_key
         self.name = f"agentgym-{secrets.token_hex(6)}"
         self.url = f"http://{self.name}"
         self.directory = _socket_directory()
@@ -173,6 +180,7 @@ class EnvContainer:
             *(docker, "run", "--detach", "--rm", "--pull", "never", "--name", self.name),
             *("--label", "agentgym.backend=docker", "--label", f"agentgym.parent={socket.gethostname()}:{os.getpid()}"),
             *("--network", network, "--user", f"{uid}:{gid}"),
+            *(("--env", API_KEYS_ENV) if api_key is not None else ()),  # its value from `docker run`'s environment
             *("--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--stop-timeout", "5"),
             *(item for flag, value in limits.items() if value is not None for item in (flag, str(value))),
             *("--mount", f"type=bind,source={self.directory},target={CONTAINER_DIR}"),
@@ -180,7 +188,7 @@ class EnvContainer:
             *("--max-sessions", str(max_sessions), "--session-ttl", "0", "--log-level", "warning"),
         ]
         try:
-            self._start(command, docker, startup_timeout)
+            self._start(command, docker, startup_timeout, api_key)
             self._wait_until_healthy(docker, startup_timeout)
         except BaseException:
             self.stop()
@@ -199,9 +207,10 @@ class EnvContainer:
             return True  # dockerd is slow, not the container gone
         return result.returncode == 0 and result.stdout.strip() == "true"
 
-    def _start(self, command: list[str], docker: str, timeout_s: float) -> None:
+    def _start(self, command: list[str], docker: str, timeout_s: float, api_key: str | None) -> None:
+        environment = {**os.environ, **({API_KEYS_ENV: api_key} if api_key is not None else {})}
         try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=environment)
         except FileNotFoundError:
             raise DockerUnavailableError(
                 f"the docker backend needs the {docker!r} CLI and a running dockerd (apt-get install docker.io)"

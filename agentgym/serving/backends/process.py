@@ -4,13 +4,15 @@
 that owns a :class:`ServerProcess`: the subprocess is stopped when the env is closed or
 garbage-collected, at interpreter exit, and also when this process dies without cleaning up
 (``kill -9``): it watches a pipe whose write end only this process holds, and exits when the
-pipe closes.
+pipe closes. Each such server takes a key of its own (the other users of this machine reach its
+loopback port too): the child reads it from ``$AGENTGYM_API_KEYS``, never from its command line.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -19,6 +21,7 @@ import weakref
 from collections.abc import Sequence
 from typing import IO, Any
 
+from agentgym.serving.auth import API_KEYS_ENV
 from agentgym.serving.client import RemoteEnv, open_remote_env
 
 #: How long a server subprocess may take to start answering ``/health``.
@@ -32,7 +35,8 @@ def make_process(env_id: str, kwargs: dict[str, Any]) -> RemoteEnv:
     if not all(importlib.util.find_spec(module) for module in ("fastapi", "uvicorn")):
         raise ImportError("the process backend runs `agentgym serve`, which needs: pip install 'agentgym[server]'")
     # No step limit on the server: gym.make applies TimeLimit on this side.
-    return open_remote_env(ServerProcess([env_id], session_ttl_s=0.0), env_id, kwargs, max_episode_steps=-1)
+    server = ServerProcess([env_id], session_ttl_s=0.0, api_key=secrets.token_urlsafe(32))
+    return open_remote_env(server, env_id, kwargs, max_episode_steps=-1)
 
 
 class ServerProcess:
@@ -42,7 +46,8 @@ class ServerProcess:
     known at once; the constructor returns when ``/health`` answers. The child also gets
     the read end of a pipe (the "lifeline") and exits when it closes, i.e. when
     :meth:`stop` runs or this process dies. ``stop`` also runs when the object is
-    garbage-collected and at interpreter exit.
+    garbage-collected and at interpreter exit. With ``api_key``, the server takes that key alone
+    (else none). The server is this process's own: its clients open sessions at no limited rate.
     """
 
     def __init__(
@@ -53,7 +58,9 @@ class ServerProcess:
         session_ttl_s: float = 0.0,
         server_args: Sequence[str] = (),
         startup_timeout_s: float = STARTUP_TIMEOUT_S,
+        api_key: str | None = None,
     ) -> None:
+        self.api_key = api_key
         listener = socket.create_server(("127.0.0.1", 0))
         lifeline_read, lifeline_write = os.pipe()
         self.url = f"http://127.0.0.1:{listener.getsockname()[1]}"
@@ -63,8 +70,12 @@ class ServerProcess:
             *("--fd", str(listener.fileno()), "--exit-with-fd", str(lifeline_read)),
             "--no-prepare",  # answer within the startup timeout; `agentgym eval` prepared this machine already
             *("--max-sessions", str(max_sessions), "--session-ttl", str(session_ttl_s), "--log-level", "warning"),
+            *("--session-rate", "0"),
             *server_args,
         ]
+        environment = {key: value for key, value in os.environ.items() if key != API_KEYS_ENV}
+        if api_key is not None:
+            environment[API_KEYS_ENV] = api_key
         try:
             self.process = subprocess.Popen(
                 command,
@@ -72,6 +83,7 @@ class ServerProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
+                env=environment,
                 start_new_session=True,  # a Ctrl-C in the terminal reaches only this process, which cleans up
             )
         except BaseException:

@@ -1,0 +1,286 @@
+"""API keys and per-client quotas of agentgym's servers: ``agentgym serve`` and ``agentgym serve-model``
+(docs/security.md).
+
+* **Keys**: ``--api-key KEY`` (repeatable), ``--api-key-file PATH`` (one key a line) and
+  ``$AGENTGYM_API_KEYS`` (comma-separated), all taken together (:func:`keys_from_args`). With any
+  key, :class:`Guard` refuses every HTTP request and WebSocket but ``GET /health`` that does not
+  carry one as ``Authorization: Bearer KEY``: 401 with ``WWW-Authenticate: Bearer`` and a JSON
+  error, or a WebSocket accepted, sent the error and closed with code 1008 (policy violation).
+  Keys are compared in constant time (:func:`hmac.compare_digest`), once per HTTP request or
+  WebSocket connection, never per channel message.
+* **Exposure**: :func:`check_exposure` refuses to listen beyond loopback without a key, unless
+  the user allows it (``--allow-unauthenticated``), and then warns.
+* **Quotas** (the env server's sessions): :class:`SessionQuotas` caps each client's open sessions
+  and the rate at which it opens them (a token bucket). A client is its key, or its address when
+  the server has no keys (:class:`Guard` puts it in the ASGI scope under :data:`CLIENT`).
+
+Nothing here imports a web framework: :class:`Guard` is a raw ASGI middleware, so that the command
+line loads without FastAPI and the session channel keeps its path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import ipaddress
+import math
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentgym.serving.calls import ProtocolError
+
+#: The environment variable of a server's keys (comma-separated).
+API_KEYS_ENV = "AGENTGYM_API_KEYS"
+#: The ASGI scope entry naming the request's client: ``"key N"`` (the N-th key) or ``"address HOST"``.
+CLIENT = "agentgym.client"
+#: The WebSocket close code of a connection refused for its key (RFC 6455: policy violation).
+POLICY_VIOLATION = 1008
+#: Sessions a client may open per second, sustained, and at once (the token bucket's rate and size).
+DEFAULT_SESSION_RATE = 20.0
+DEFAULT_SESSION_BURST = 1024
+#: The paths served without a key (liveness probes).
+OPEN_PATHS = frozenset({"/health"})
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A request refused before it reached the app: status, error type, message and extra headers."""
+
+    status: int
+    type: str
+    message: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class ApiKeys:
+    """A server's keys, each named ``key N`` (its place in the list) so that no key is ever shown."""
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        if not keys:
+            raise ValueError("ApiKeys needs at least one key")
+        self._keys = [(key.encode(), f"key {index}") for index, key in enumerate(keys, 1)]
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def identify(self, headers: Iterable[tuple[bytes, bytes]]) -> str | Refusal:
+        """The client's name for the ``Authorization: Bearer`` key in ``headers``, or why it is refused."""
+        presented = next((value for name, value in headers if name == b"authorization"), None)
+        scheme, _, token = (presented or b"").partition(b" ")
+        if presented is None or scheme.lower() != b"bearer":
+            return Refusal(
+                401,
+                "Unauthorized",
+                "this server needs an API key: send the header 'Authorization: Bearer KEY'",
+                {"WWW-Authenticate": 'Bearer realm="agentgym"'},
+            )
+        found = None
+        for key, name in self._keys:  # every key compared: the time does not say which one matched
+            if hmac.compare_digest(token.strip(), key):
+                found = name
+        if found is None:
+            return Refusal(
+                401,
+                "Unauthorized",
+                "the API key is not valid",
+                {"WWW-Authenticate": 'Bearer realm="agentgym", error="invalid_token"'},
+            )
+        return found
+
+
+class Guard:
+    """ASGI middleware: requests and WebSockets need a key (when there are ``keys``), ``/health`` excepted.
+
+    Admitted ones go on with their client's name in ``scope[CLIENT]``. ``render`` writes a refusal's
+    JSON body in the server's own error shape.
+    """
+
+    def __init__(self, app: Any, *, keys: ApiKeys | None, render: Callable[[Refusal], bytes]) -> None:
+        self.app, self.keys, self.render = app, keys, render
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        if self.keys is None:
+            client = scope.get("client")
+            scope[CLIENT] = f"address {client[0] if client else 'local'}"
+            return await self.app(scope, receive, send)
+        if scope["path"] in OPEN_PATHS:
+            return await self.app(scope, receive, send)
+        client = self.keys.identify(scope["headers"])
+        if not isinstance(client, Refusal):
+            scope[CLIENT] = client
+            return await self.app(scope, receive, send)
+        body = self.render(client)
+        if scope["type"] == "http":
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            headers += [(name.lower().encode(), value.encode()) for name, value in client.headers.items()]
+            await send({"type": "http.response.start", "status": client.status, "headers": headers})
+            return await send({"type": "http.response.body", "body": body})
+        if (await receive())["type"] != "websocket.connect":
+            return
+        # Accepted only to say why: a refusal before accepting reaches the client as a bare HTTP 403.
+        await send({"type": "websocket.accept"})
+        # The error with its status, as the channels' replies carry one.
+        reply = b'{"status":%d,%s' % (client.status, body[1:])
+        await send({"type": "websocket.send", "text": reply.decode()})
+        await send({"type": "websocket.close", "code": POLICY_VIOLATION, "reason": client.message[:120]})
+
+
+class SessionQuotas:
+    """Each client's open sessions (``per_client`` at most; None: no cap of its own) and a token bucket
+    of session openings (``rate`` per second, ``burst`` at once; rate 0: none)."""
+
+    def __init__(
+        self,
+        per_client: int | None = None,
+        rate: float = DEFAULT_SESSION_RATE,
+        burst: int = DEFAULT_SESSION_BURST,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if rate < 0 or burst < 1 or (per_client is not None and per_client < 1):
+            raise ValueError("session quotas: the rate must be >= 0, the burst and sessions per client >= 1")
+        self.per_client, self.rate, self.burst, self.clock = per_client, rate, burst, clock
+        #: Per client: (tokens, when they were counted).
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def admit(self, client: str, held: int) -> None:
+        """Let ``client``, which holds ``held`` sessions (open or opening), open one more; else raise 429."""
+        if self.per_client is not None and held >= self.per_client:
+            raise ProtocolError(
+                429,
+                "TooManySessions",
+                f"this client ({client}) holds its maximum of {self.per_client} sessions (--max-sessions-per-client); "
+                "retry after one of them closes",
+                retry_after_s=1,
+            )
+        if self.rate == 0:
+            return
+        now = self.clock()
+        tokens, counted = self._buckets.get(client, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - counted) * self.rate)
+        if tokens < 1:
+            wait = (1 - tokens) / self.rate
+            raise ProtocolError(
+                429,
+                "SessionRateLimited",
+                f"this client ({client}) opens at most {self.rate:g} sessions a second and {self.burst} at once "
+                f"(--session-rate, --session-burst); retry in {wait:.2f} s",
+                retry_after_s=round(wait, 3),
+            )
+        if client not in self._buckets and len(self._buckets) >= 10_000:
+            self._forget_full_buckets(now)
+        self._buckets[client] = (tokens - 1, now)
+
+    def _forget_full_buckets(self, now: float) -> None:
+        """Drop the buckets that have refilled (their clients are as new): addresses come and go."""
+        refill_s = self.burst / self.rate
+        self._buckets = {c: (t, at) for c, (t, at) in self._buckets.items() if now - at < refill_s}
+
+
+def retry_after(error: ProtocolError) -> str:
+    """The ``Retry-After`` header of a 429: whole seconds, at least 1."""
+    return str(max(1, math.ceil(error.details.get("retry_after_s", 1))))
+
+
+def load_api_keys(
+    keys: Sequence[str] = (), key_file: str | None = None, environ: Mapping[str, str] = os.environ
+) -> list[str]:
+    """The keys given as arguments, in ``key_file`` (one a line; blank lines and ``#`` comments skipped) and in
+    ``$AGENTGYM_API_KEYS`` (comma-separated), each once, in that order."""
+    found = [key.strip() for key in keys]
+    if key_file is not None:
+        lines = Path(key_file).read_text(encoding="utf-8").splitlines()
+        found += [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    found += [key.strip() for key in environ.get(API_KEYS_ENV, "").split(",") if key.strip()]
+    for key in found:
+        if not key or any(character.isspace() or not character.isprintable() for character in key):
+            raise ValueError("an API key must be non-empty printable text without spaces")
+    return list(dict.fromkeys(found))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` names is a loopback address (``127.0.0.1``, ``::1``, ``localhost``)."""
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return False
+    return bool(addresses) and all(ipaddress.ip_address(address.split("%")[0]).is_loopback for address in addresses)
+
+
+def check_exposure(host: str, keys: Sequence[str], allow_unauthenticated: bool) -> str | None:
+    """Refuse (``ValueError``) to listen on ``host`` beyond loopback without a key unless ``allow_unauthenticated``;
+    the warning to print when it is allowed, else None."""
+    if keys or is_loopback(host):
+        return None
+    risk = (
+        f"anyone who reaches {host!r} could open sessions and play them (run commands in code sandboxes, "
+        "drive browsers) or use the model"
+    )
+    if not allow_unauthenticated:
+        raise ValueError(
+            f"refusing to listen on {host!r} without an API key: {risk}. Give keys with --api-key-file, "
+            f"${API_KEYS_ENV} or --api-key (docs/security.md), or pass --allow-unauthenticated on a trusted network"
+        )
+    return f"WARNING: listening on {host!r} without an API key (--allow-unauthenticated): {risk}."
+
+
+def add_key_arguments(parser: argparse.ArgumentParser) -> None:
+    """The key options of ``agentgym serve`` and ``agentgym serve-model``."""
+    parser.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help=f"accept this key (repeatable; other users may see it in the process list: prefer ${API_KEYS_ENV} "
+        "or --api-key-file); with any key, every request but /health needs 'Authorization: Bearer KEY'",
+    )
+    parser.add_argument("--api-key-file", metavar="PATH", help="accept the keys in this file, one a line")
+    parser.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="listen beyond loopback without a key (refused otherwise): only on a network you trust",
+    )
+
+
+def keys_from_args(args: argparse.Namespace) -> list[str]:
+    """The keys of parsed :func:`add_key_arguments` options and of ``$AGENTGYM_API_KEYS``."""
+    try:
+        return load_api_keys(args.api_key, args.api_key_file)
+    except OSError as error:
+        raise ValueError(f"cannot read --api-key-file: {error}") from None
+
+
+def add_quota_arguments(parser: argparse.ArgumentParser) -> None:
+    """The per-client quota options of ``agentgym serve``."""
+    parser.add_argument(
+        "--max-sessions-per-client",
+        type=int,
+        metavar="N",
+        help="open sessions per key (per address without keys) at most; more get HTTP 429 (default: --max-sessions)",
+    )
+    parser.add_argument(
+        "--session-rate",
+        type=float,
+        default=DEFAULT_SESSION_RATE,
+        metavar="PER_SECOND",
+        help="sessions a key (an address without keys) may open per second, sustained; more get HTTP 429 "
+        "with Retry-After (0: no limit)",
+    )
+    parser.add_argument(
+        "--session-burst",
+        type=int,
+        default=DEFAULT_SESSION_BURST,
+        metavar="N",
+        help="sessions a key (an address) may open at once before --session-rate applies",
+    )
+
+
+def quotas_from_args(args: argparse.Namespace) -> SessionQuotas:
+    """The quotas of parsed :func:`add_quota_arguments` options."""
+    return SessionQuotas(args.max_sessions_per_client, args.session_rate, args.session_burst)
