@@ -17,6 +17,7 @@ import gymnasium as gym
 from agentgym.core import observation_text
 from agentgym.evaluation.table import format_table
 from agentgym.registry import UnknownEnvError, env_info, list_commands, list_envs, parse_limits
+from agentgym.serving.auth import add_key_arguments, keys_from_args
 from agentgym.serving.server import SERVE_HELP, serve_from_args
 from agentgym.serving.server import add_arguments as add_serve_arguments
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
@@ -354,6 +355,8 @@ def _serve_model(args: argparse.Namespace) -> int:
         max_batch_size=args.max_batch_size,
         batch_wait_ms=args.batch_wait_ms,
         log_level=args.log_level,
+        api_keys=keys_from_args(args),
+        allow_unauthenticated=args.allow_unauthenticated,
     )
     return 0
 
@@ -573,6 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_model.add_argument("--max-batch-size", type=int, default=32, help="requests decoded together")
     serve_model.add_argument("--batch-wait-ms", type=float, default=5.0, help="wait for more requests to batch")
     serve_model.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    add_key_arguments(serve_model)
     serve_model.set_defaults(run=_serve_model)
 
     return parser

@@ -33,6 +33,10 @@ chunks (one delta with the whole message, one with the finish reason, the usage 
 ``stream_options.include_usage`` asks for it, then ``[DONE]``): clients that always
 stream (verifiers' chat harness) work, though nothing arrives before the reply is done.
 
+With API keys (``--api-key``, ``--api-key-file``, ``$AGENTGYM_API_KEYS``; docs/security.md), every route but
+``GET /health`` needs ``Authorization: Bearer KEY`` (what the ``openai:`` policy sends from ``$OPENAI_API_KEY``),
+else 401 with an ``AuthenticationError``; without a key the server listens on loopback only, unless allowed.
+
 Not implemented, and answered with a 400: streaming on ``/v1/completions``, ``tool_choice`` ``"required"`` or a
 named function, ``n`` > 1, ``top_logprobs``, completion ``logprobs`` above 0 and ``echo``.
 Errors are JSON ``{"error": {"message", "type", "param", "code"}}`` with vLLM's types; bad requests get a
@@ -44,9 +48,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -63,6 +68,7 @@ from starlette.exceptions import HTTPException
 from agentgym.llm.generation import Batcher, Completion, Generator, Request, RequestError, SamplingParams
 from agentgym.llm.models import resolve_model
 from agentgym.llm.vision import VisionGenerator, VisionPrompt, load_generator
+from agentgym.serving.auth import ApiKeys, Guard, Refusal, check_exposure
 from agentgym.tool_parsing import parse_tool_calls
 from agentgym.wrappers.vision import ImageError, decode_image
 
@@ -138,7 +144,13 @@ class ServedVisionGenerator(ServedGenerator, VisionGenerator):
         return VisionPrompt(ids, self.processor.model_inputs(ids, [inputs]), urls)
 
 
-_ERROR_TYPES = {400: "BadRequestError", 404: "NotFoundError", 405: "MethodNotAllowedError", 500: "InternalServerError"}
+_ERROR_TYPES = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    404: "NotFoundError",
+    405: "MethodNotAllowedError",
+    500: "InternalServerError",
+}
 
 
 class APIError(Exception):
@@ -279,8 +291,15 @@ class UnloadLoraRequest(BaseModel):
     lora_int_id: int | None = None
 
 
-def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, batch_wait_ms: float = 5.0) -> FastAPI:
-    """The server app for ``generator``, answering to the model name ``model_name``.
+def create_app(
+    generator: Generator,
+    model_name: str,
+    max_batch_size: int = 32,
+    batch_wait_ms: float = 5.0,
+    api_keys: Sequence[str] = (),
+) -> FastAPI:
+    """The server app for ``generator``, answering to the model name ``model_name``; with ``api_keys``, every
+    route but ``/health`` needs one (:class:`~agentgym.serving.auth.Guard`).
 
     The app's ``state.batcher`` batches the base model's requests, ``state.adapters`` maps
     each loaded LoRA adapter's name to its batcher; they stop when the app shuts down.
@@ -299,6 +318,7 @@ def create_app(generator: Generator, model_name: str, max_batch_size: int = 32, 
     app = FastAPI(title=f"agentgym serve-model: {model_name}", lifespan=lifespan)
     app.state.batcher = batcher
     app.state.adapters = adapters
+    app.add_middleware(Guard, keys=ApiKeys(api_keys) if api_keys else None, render=_refusal_body)
 
     @app.exception_handler(APIError)
     async def api_error(_: HTTPRequest, error: APIError) -> JSONResponse:
@@ -480,22 +500,36 @@ def serve(
     max_batch_size: int = 32,
     batch_wait_ms: float = 5.0,
     log_level: str = "info",
+    api_keys: Sequence[str] = (),
+    allow_unauthenticated: bool = False,
 ) -> None:
     """Load the model ``path`` (a folder, a GGUF file or a packaged model's name: :func:`resolve_model`) and serve
     it until interrupted.
 
     ``model_name`` (default: the folder's name, the GGUF file's stem or the packaged model's name) is the
-    ``model`` that requests name.
+    ``model`` that requests name. ``api_keys``: see :func:`create_app`; without one, a ``host`` beyond loopback is
+    refused (``ValueError``) unless ``allow_unauthenticated`` (:func:`~agentgym.serving.auth.check_exposure`).
     """
+    warning = check_exposure(host, api_keys, allow_unauthenticated)
+    if warning:
+        print(f"agentgym serve-model: {warning}", file=sys.stderr, flush=True)
     source = resolve_model(path)
     generator = load_generator(source.folder, device=device, dtype=dtype)
-    app = create_app(generator, model_name or source.name, max_batch_size, batch_wait_ms)
+    app = create_app(generator, model_name or source.name, max_batch_size, batch_wait_ms, api_keys)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
+def _error(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    """An error in OpenAI's (and vLLM's) shape."""
+    return {"error": {"message": message, "type": _ERROR_TYPES.get(status, "APIError"), "param": param, "code": status}}
+
+
 def _error_response(status: int, message: str, param: str | None = None) -> JSONResponse:
-    error = {"message": message, "type": _ERROR_TYPES.get(status, "APIError"), "param": param, "code": status}
-    return JSONResponse({"error": error}, status_code=status)
+    return JSONResponse(_error(status, message, param), status_code=status)
+
+
+def _refusal_body(refusal: Refusal) -> bytes:
+    return json.dumps(_error(refusal.status, refusal.message)).encode()
 
 
 def _chat_stream(response: dict[str, Any], include_usage: bool) -> StreamingResponse:
