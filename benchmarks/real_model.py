@@ -14,7 +14,9 @@ Two reports:
   command, bad arguments, reply cut at ``--max-tokens``), tokens per episode, turns whose prompt left out old
   turns to fit the 8k context, errored episodes -> ``benchmarks/results/real_model_leaderboard.{json,md}``;
 * ``throughput``: the same episodes at concurrency 1, 8 and 32 on each path: prompt and generated tokens per
-  second, episodes per minute, seconds per reply and to the first reply -> ``real_model_throughput.{json,md}``.
+  second, episodes per minute, seconds per reply and to the first reply -> ``real_model_throughput.{json,md}``;
+* ``fixtures FOLDER...``: the real replies of eval folders, with the env's reading of each, as the tests'
+  regression set (``tests/data/smollm2_replies.jsonl``).
 
     python benchmarks/real_model.py leaderboard benchmarks/real_model.yaml --out /tmp/real-model
     python benchmarks/real_model.py throughput --out /tmp/real-model-throughput
@@ -80,24 +82,24 @@ def served(path: str, threads: int, max_batch_size: int) -> Iterator[str]:
         command = [str(ensure("llamacpp")), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", MODEL]
         command += ["--n_ctx", "8192", "--n_threads", str(threads), "--n_threads_batch", str(threads)]
         command += ["--host", "127.0.0.1", "--port", str(port)]
-    log = tempfile.TemporaryFile("w+")  # a pipe nobody reads would fill up and stop llama.cpp's verbose server
-    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/models", timeout=5).status_code == 200:
-                    break
-            if server.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                raise RuntimeError(f"{path} did not start: {log.read()[-3000:]}")
-            time.sleep(1)
-        yield f"openai:{MODEL}@{url}"
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-        log.close()
+    # A pipe nobody reads would fill up and stop llama.cpp's verbose server: its output goes to a file.
+    with tempfile.TemporaryFile("w+") as log:
+        server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+        url = f"http://127.0.0.1:{port}/v1"
+        try:
+            deadline = time.monotonic() + 300
+            while True:
+                with contextlib.suppress(httpx.HTTPError):
+                    if httpx.get(f"{url}/models", timeout=5).status_code == 200:
+                        break
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    raise RuntimeError(f"{path} did not start: {log.read()[-3000:]}")
+                time.sleep(1)
+            yield f"openai:{MODEL}@{url}"
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
 
 
 def evaluate(spec: str, out: Path, eval_args: list[str], threads: int) -> float:
@@ -328,6 +330,38 @@ def throughput_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- recorded replies (the tests' regression set) ------------------------------------------------
+
+
+def fixtures(args: argparse.Namespace) -> None:
+    """Write the replies of eval folders' episodes, with the env's reading of each, as the tests' regression set
+    (``tests/data/smollm2_replies.jsonl``: one line per episode, replayed by ``tests/test_real_model.py``)."""
+    lines = []
+    for folder in args.folders:
+        for record in read_episodes(Path(folder) / "episodes.jsonl").values():
+            if record.status != "ok":
+                continue
+            readings = [
+                {"action": turn.action, "invalid_action": turn.invalid_action, "reward": turn.reward}
+                for turn in record.turns
+            ]
+            lines.append(
+                {
+                    "env_id": record.env_id,
+                    "kwargs": record.env_kwargs,
+                    "task_id": record.task_id,
+                    "seed": record.seed,
+                    "replies": replies(record),
+                    "finish_reasons": [turn.finish_reason for turn in record.turns],
+                    "readings": readings,
+                }
+            )
+    lines.sort(key=lambda line: (line["env_id"], line["task_id"]))
+    target = ROOT / "tests" / "data" / "smollm2_replies.jsonl"
+    target.write_text("".join(json.dumps(line, sort_keys=True) + "\n" for line in lines), encoding="utf-8")
+    print(f"{len(lines)} episodes -> {target}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -341,6 +375,9 @@ def main() -> None:
     speed.add_argument("--max-turns", type=int, default=4)
     speed.add_argument("--concurrency", type=lambda text: [int(x) for x in text.split(",")], default=[1, 8, 32])
     speed.set_defaults(run=throughput)
+    record = commands.add_parser("fixtures")
+    record.add_argument("folders", nargs="+")
+    record.set_defaults(run=fixtures)
     for command in (board, speed):
         command.add_argument("--out", required=True)
         command.add_argument("--paths", type=lambda text: text.split(","), default=list(PATHS))
