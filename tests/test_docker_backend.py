@@ -30,6 +30,7 @@ from agentgym.serving.backends.docker import (
     DockerUnavailableError,
     EnvContainer,
     ImageNotFoundError,
+    build_hint,
     container_user,
 )
 from agentgym.serving.client import RemoteEnv, ServerUnavailableError
@@ -169,6 +170,15 @@ def test_the_container_is_removed_when_its_parent_is_killed() -> None:
 def test_a_missing_image_says_how_to_build_it() -> None:
     with pytest.raises(ImageNotFoundError, match=r"'agentgym/nope:missing' is not here.*containers/build\.sh"):
         gym.make("Sokoban-v0", backend="docker", docker_image="agentgym/nope:missing")
+
+
+def test_the_build_hint_names_the_image_s_script_in_this_checkout() -> None:
+    containers = Path(agentgym.__file__).resolve().parents[1] / "containers"
+    if not (containers / "build.sh").is_file():
+        pytest.skip("agentgym is not imported from a checkout")
+    assert build_hint(DEFAULT_IMAGE) == f"build it with `bash {containers / 'build.sh'}`"
+    assert build_hint("agentgym/webapps:tests") == f"build it with `bash {containers / 'webapps' / 'build.sh'}`"
+    assert build_hint("agentgym/desktop:latest") == f"build it with `bash {containers / 'desktop' / 'build.sh'}`"
 
 
 @needs_docker

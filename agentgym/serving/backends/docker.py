@@ -221,7 +221,9 @@ class EnvContainer:
             return
         error = result.stderr.strip().splitlines()[0] if result.stderr.strip() else f"exit code {result.returncode}"
         if "No such image" in error or "pull access denied" in error:
-            raise ImageNotFoundError(f"docker image {self.image!r} is not here (it is never pulled): {build_hint()}")
+            raise ImageNotFoundError(
+                f"docker image {self.image!r} is not here (it is never pulled): {build_hint(self.image)}"
+            )
         if "Cannot connect to the Docker daemon" in error or ("docker.sock" in error and "permission denied" in error):
             raise DockerUnavailableError(
                 f"cannot reach dockerd ({error}); start it (as root: `dockerd > /tmp/dockerd.log 2>&1 &`) "
@@ -268,10 +270,15 @@ def container_user() -> tuple[int, int]:
     return ROOT_CALLER_USER if os.getuid() == 0 else (os.getuid(), os.getgid())
 
 
-def build_hint() -> str:
-    """How to build the images: the script's path when agentgym runs from a checkout."""
-    script = Path(__file__).resolve().parent.parent / "containers" / "build.sh"
-    where = script if script.is_file() else "containers/build.sh in an agentgym checkout"
+def build_hint(image: str) -> str:
+    """How to build ``image``: its family's ``containers/<family>/build.sh`` for the images of
+    :data:`FAMILY_IMAGES` (any tag), else ``containers/build.sh``; the script's path when agentgym runs
+    from a checkout."""
+    name = image.rsplit(":", 1)[0]
+    family = next((family for family, known in FAMILY_IMAGES.items() if known.rsplit(":", 1)[0] == name), None)
+    relative = f"containers/{family}/build.sh" if family else "containers/build.sh"
+    script = Path(__file__).resolve().parents[3] / relative  # agentgym/serving/backends/docker.py in a checkout
+    where = script if script.is_file() else f"{relative} in an agentgym checkout"
     return f"build it with `bash {where}`"
 
 
