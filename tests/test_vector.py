@@ -52,6 +52,8 @@ CASES: dict[str, tuple[str, dict[str, Any], int]] = {
     "maze": ("Maze-Partial-v0", {}, 4),
     "wordle": ("Wordle-v0", {}, 4),
     "multiagent": ("KuhnPoker-vs-Nash-v0", {}, 4),
+    "textarena": ("TextArena-TicTacToe-vs-Random-v0", {}, 4),
+    "openspiel": ("OpenSpiel-Hanabi-vs-Random-v0", {}, 4),
     "textcraft": ("TextCraft-Depth1-v0", {}, 4),
     "babyai": ("BabyAI-Text-GoToLocal-v0", {}, 4),
     "household": ("Household-v0", {}, 4),
@@ -76,7 +78,7 @@ STEPS = 3
 FEWER_STEPS = {"webapps": 0}
 #: Families played with random legal moves instead of the oracle's: a game's oracle draws from the
 #: opponent's generator, so calling it on the plain env alone would change that env's opponent.
-RANDOM_MOVES = {"multiagent"}
+RANDOM_MOVES = {"multiagent", "textarena", "openspiel"}
 SEED = 7
 
 

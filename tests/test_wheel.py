@@ -42,11 +42,13 @@ CHECKED = {
     "household": "Household-v0",
     "maze": "Maze-v0",
     "multiagent": "LeducHoldem-vs-CFR-v0",
+    "openspiel": "OpenSpiel-Hanabi-vs-Random-v0",
     "reasoning": "Math-v0",
     "scienceworld": "ScienceWorld-v0",
     "search": "Search-Easy-v0",
     "sokoban": "Sokoban-v0",
     "swe": "SWE-v0",
+    "textarena": "TextArena-TicTacToe-vs-Random-v0",
     "textcraft": "TextCraft-v0",
     "textworld": "TextWorld-Cooking-Easy-v0",
     "webshop": "WebShop-v0",
@@ -75,7 +77,7 @@ from agentgym.utils import check_text_env
 mode, first, *others = sys.argv[1:]
 env = gym.make(first)
 if mode == "contract":
-    games = agentgym.env_info(first).family == "multiagent"
+    games = agentgym.env_info(first).family in ("multiagent", "openspiel", "textarena")
     checked = check_text_env(
         env, oracle_tasks=2, oracle_must_win=not games, random_replies=4, determinism_tasks=1, determinism_steps=5
     ).checked
