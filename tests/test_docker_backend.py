@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -25,6 +26,7 @@ from images import CORE_BUILD
 from test_server import assert_same_transitions, trajectory
 
 import agentgym
+from agentgym.serving.auth import API_KEYS_ENV
 from agentgym.serving.backends.docker import (
     DEFAULT_IMAGE,
     DockerUnavailableError,
@@ -179,6 +181,44 @@ def test_the_build_hint_names_the_image_s_script_in_this_checkout() -> None:
     assert build_hint(DEFAULT_IMAGE) == f"build it with `bash {containers / 'build.sh'}`"
     assert build_hint("agentgym/webapps:tests") == f"build it with `bash {containers / 'webapps' / 'build.sh'}`"
     assert build_hint("agentgym/desktop:latest") == f"build it with `bash {containers / 'desktop' / 'build.sh'}`"
+
+
+# What the image serves by default (compose.yaml's command too): every id on 0.0.0.0:8000, keys from the environment.
+PROBE = """
+import os, time, urllib.error, urllib.request
+for _ in range(1200):
+    try:
+        urllib.request.urlopen("http://127.0.0.1:8000/health", timeout=2)
+        break
+    except OSError:
+        time.sleep(0.1)
+def status(headers):
+    request = urllib.request.Request("http://127.0.0.1:8000/sessions", headers=headers)
+    try:
+        return urllib.request.urlopen(request, timeout=10).status
+    except urllib.error.HTTPError as error:
+        return error.code
+key = os.environ["AGENTGYM_API_KEYS"]
+print(status({}), status({"Authorization": "Bearer wrong"}), status({"Authorization": "Bearer " + key}))
+"""
+
+
+@needs_docker
+def test_the_image_s_default_server_takes_its_key_from_the_environment() -> None:
+    run = ["docker", "run", "--rm", "--network", "none", "--cap-drop", "ALL"]
+    refused = subprocess.run([*run, DEFAULT_IMAGE], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2
+    assert "refusing to listen on '0.0.0.0' without an API key" in refused.stderr
+    name = f"agentgym-test-{secrets.token_hex(6)}"
+    environment = {**os.environ, API_KEYS_ENV: secrets.token_urlsafe(32)}
+    subprocess.run(
+        [*run, "--detach", "--name", name, "--env", API_KEYS_ENV, DEFAULT_IMAGE], env=environment, check=True
+    )
+    try:
+        probe = subprocess.run(["docker", "exec", name, "python3", "-c", PROBE], capture_output=True, text=True)
+        assert probe.stdout.split() == ["401", "401", "200"], probe.stderr
+    finally:
+        subprocess.run(["docker", "rm", "--force", name], capture_output=True)
 
 
 @needs_docker
