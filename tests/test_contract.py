@@ -88,7 +88,7 @@ def slippery_lake() -> Iterator[gym.Env]:
 def check_budget(env_id: str) -> dict[str, Any]:
     """check_text_env's arguments for ``env_id``: the full check, smaller for slow families and games."""
     family = agentgym.env_info(env_id).family
-    if family == "multiagent":
+    if family in ("multiagent", "openspiel", "textarena"):
         return {"oracle_tasks": GAME_ORACLE_TASKS, "oracle_must_win": False}
     if family == "webapps":
         # Real apps put ids of their own into pages an action opens (Roundcube's compose id), which no
