@@ -62,7 +62,7 @@ THIRD_PARTY_PROGRAMS = {
 }
 PYTHONS = {"python", "python3"}
 #: Modules the pages run with ``python -m`` that live in other packages (or in side venvs).
-THIRD_PARTY_MODULES = {"venv", "pytest", "spacy", "verl"}
+THIRD_PARTY_MODULES = {"venv", "pytest", "spacy", "verl", "llama_cpp"}
 
 
 def pages() -> list[Path]:

@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from agentgym.llm.models import ModelNotFoundError, packaged_model, resolve_model
+from agentgym.llm.models import ModelNotFoundError, main, packaged_model, resolve_model
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 needs_smollm2 = pytest.mark.skipif(
@@ -24,6 +24,16 @@ needs_smollm2 = pytest.mark.skipif(
 def test_a_save_pretrained_folder_is_itself(tiny_model_path: Path) -> None:
     source = resolve_model(tiny_model_path)
     assert source.folder == tiny_model_path.resolve() and source.name == tiny_model_path.name and source.gguf is None
+
+
+def test_the_command_prints_the_folder_or_says_there_is_no_gguf(
+    tiny_model_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main([str(tiny_model_path)])
+    assert capsys.readouterr().out.strip() == str(tiny_model_path.resolve())
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(tiny_model_path), "--gguf"])
+    assert exit_info.value.code == 2 and "not a GGUF model" in capsys.readouterr().err
 
 
 def test_packaged_names_and_aliases_any_case() -> None:

@@ -20,6 +20,7 @@ GGUF files need the packages ``gguf`` and ``accelerate`` (the ``gguf`` extra bri
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib.util
 import json
@@ -161,3 +162,20 @@ def convert_gguf(file: str | os.PathLike[str], out: str | os.PathLike[str]) -> N
             digest.update(chunk)
     source = {"gguf": str(file), "sha256": digest.hexdigest(), "parameters": sum(p.numel() for p in model.parameters())}
     (out / SOURCE_FILE).write_text(json.dumps(source, indent=2) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m agentgym.llm.models REFERENCE [--gguf]``: print the folder a reference loads (converting it
+    once), or with ``--gguf`` the GGUF file it came from (for servers that read GGUF, such as llama.cpp's)."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("reference", help="a save_pretrained folder, a .gguf file or a packaged model (smollm2)")
+    parser.add_argument("--gguf", action="store_true", help="print the GGUF file instead of the folder")
+    args = parser.parse_args(argv)
+    source = resolve_model(args.reference)
+    if args.gguf and source.gguf is None:
+        parser.exit(2, f"{args.reference} is not a GGUF model\n")
+    print(source.gguf if args.gguf else source.folder)
+
+
+if __name__ == "__main__":
+    main()
