@@ -510,7 +510,9 @@ def serve(
     ``model`` that requests name. ``api_keys``: see :func:`create_app`; without one, a ``host`` beyond loopback is
     refused (``ValueError``) unless ``allow_unauthenticated`` (:func:`~agentgym.serving.auth.check_exposure`).
     """
-    warning = check_exposure(host, api_keys, allow_unauthenticated)
+    warning = check_exposure(
+        host, api_keys, allow_unauthenticated, exposes="use the model (its compute, its LoRA routes)"
+    )
     if warning:
         print(f"agentgym serve-model: {warning}", file=sys.stderr, flush=True)
     source = resolve_model(path)

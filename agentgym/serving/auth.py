@@ -213,15 +213,17 @@ def is_loopback(host: str) -> bool:
     return bool(addresses) and all(ipaddress.ip_address(address.split("%")[0]).is_loopback for address in addresses)
 
 
-def check_exposure(host: str, keys: Sequence[str], allow_unauthenticated: bool) -> str | None:
+def check_exposure(
+    host: str,
+    keys: Sequence[str],
+    allow_unauthenticated: bool,
+    exposes: str = "open sessions and play them (run commands in code sandboxes, drive browsers)",
+) -> str | None:
     """Refuse (``ValueError``) to listen on ``host`` beyond loopback without a key unless ``allow_unauthenticated``;
-    the warning to print when it is allowed, else None."""
+    the warning to print when it is allowed, else None. ``exposes`` says what a stranger could do there."""
     if keys or is_loopback(host):
         return None
-    risk = (
-        f"anyone who reaches {host!r} could open sessions and play them (run commands in code sandboxes, "
-        "drive browsers) or use the model"
-    )
+    risk = f"anyone who reaches {host!r} could {exposes}"
     if not allow_unauthenticated:
         raise ValueError(
             f"refusing to listen on {host!r} without an API key: {risk}. Give keys with --api-key-file, "
