@@ -11,6 +11,7 @@ injection) pairs are taken in turn (tests/episodes.py's rotation: every n-th a d
 
 from __future__ import annotations
 
+import datetime
 import json
 import random
 import warnings
@@ -31,7 +32,12 @@ pytest.importorskip("agentdojo")
 
 from agentgym.environments.agentdojo import suites  # noqa: E402
 from agentgym.environments.agentdojo.baselines import ObedientPolicy  # noqa: E402
-from agentgym.environments.agentdojo.env import AgentDojoEnv, injected_environment, load_suite  # noqa: E402
+from agentgym.environments.agentdojo.env import (  # noqa: E402
+    TOOL_CLOCK,
+    AgentDojoEnv,
+    injected_environment,
+    load_suite,
+)
 
 SUITES = {name: entry["title"] for name, entry in suites()["suites"].items()}
 IDS = sorted(info.id for info in agentgym.list_envs() if info.family == "agentdojo")
@@ -194,6 +200,23 @@ def test_bad_calls_are_invalid_and_in_the_trace(envs: Envs) -> None:
     assert not info["invalid_action"] and "1810.0" in observation
     _, _, terminated, _, info = env.step("Action: get_iban({'unused': None})")  # a Python literal dict is read
     assert "ValidationError" not in observation and not terminated
+
+
+def test_new_mails_and_files_are_stamped_with_a_fixed_clock(envs: Envs) -> None:
+    """AgentDojo's tools stamp what they create with the wall clock; here with TOOL_CLOCK, so the same actions give
+    the same episode (the remote and vector tests compare episodes), and AgentDojo's module is left as it was."""
+    import agentdojo.default_suites.v1.tools.cloud_drive_client as drive
+
+    env = envs["AgentDojo-Workspace-v0"]
+    replies = ['Action: create_file({"filename": "notes.txt", "content": "hello"})'] * 2
+    observations = []
+    for reply in replies:
+        env.reset(options={"task_id": 0})
+        observation, *_, info = env.step(reply)
+        assert not info["invalid_action"]
+        observations.append(observation)
+    assert observations[0] == observations[1] and str(TOOL_CLOCK) in observations[0]
+    assert drive.datetime is datetime
 
 
 def test_the_step_limit_scores_the_attack() -> None:

@@ -38,10 +38,15 @@ baseline calls random tools with arguments drawn from the request's words.
 from __future__ import annotations
 
 import ast
+import contextlib
+import datetime
+import importlib
 import json
 import random
 import re
-from collections.abc import Mapping
+import threading
+import types
+from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
@@ -55,6 +60,42 @@ from agentgym.utils.text import last_action_line, strip_thinking
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
 _ANSWER = re.compile(r"answer\s*\[(.*)\]", re.IGNORECASE | re.DOTALL)
 _WORD = re.compile(r"[\w@.\-]+")
+
+
+#: The instant AgentDojo's tools stamp new mails and files with: they read the wall clock, which would make the
+#: same actions give different episodes. Fixed instead, after every date in the suites' data (as the wall clock
+#: is), so that a new mail or file is still the newest; AgentDojo's checks never compare these stamps.
+TOOL_CLOCK = datetime.datetime(2026, 1, 1, 9, 0)
+#: AgentDojo's tool modules that read ``datetime.datetime.now()``.
+CLOCKED_MODULES = (
+    "agentdojo.default_suites.v1.tools.email_client",
+    "agentdojo.default_suites.v1.tools.cloud_drive_client",
+)
+_clock_lock = threading.Lock()
+
+
+class _FixedDatetime(datetime.datetime):
+    """``datetime.datetime`` whose ``now`` is :data:`TOOL_CLOCK` (a plain datetime, as the real one returns)."""
+
+    @classmethod
+    def now(cls, tz: datetime.tzinfo | None = None) -> datetime.datetime:  # type: ignore[override]
+        return TOOL_CLOCK if tz is None else TOOL_CLOCK.replace(tzinfo=tz)
+
+
+@contextlib.contextmanager
+def fixed_clock() -> Iterator[None]:
+    """Run AgentDojo's tools with their clock at :data:`TOOL_CLOCK` (one thread at a time; restored after)."""
+    with _clock_lock:
+        modules = [importlib.import_module(name) for name in CLOCKED_MODULES]
+        clock = types.SimpleNamespace(**{**vars(datetime), "datetime": _FixedDatetime})
+        saved = [module.datetime for module in modules]
+        for module in modules:
+            module.datetime = clock
+        try:
+            yield
+        finally:
+            for module, original in zip(modules, saved):
+                module.datetime = original
 
 
 @cache
@@ -373,7 +414,8 @@ class AgentDojoEnv(TextEnv):
                     call.args[key] = ast.literal_eval(value)
             except Exception:  # noqa: BLE001 (hostile nesting: AgentDojo would crash; the string stays)
                 pass
-        result, error = self.runtime.run_function(self.environment, name, call.args)
+        with fixed_clock():
+            result, error = self.runtime.run_function(self.environment, name, call.args)
         if error is not None:
             raise InvalidAction(error)
         if self.injection_task is not None and not self.injection_read and self._shows_injection(result):
