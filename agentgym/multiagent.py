@@ -320,19 +320,21 @@ class GameEnv(TextEnv):
 
     def __init__(
         self,
-        game: str,
+        game: str | TextGame,
         opponent: str | Player = "random",
         seat: str | None = None,
         game_kwargs: dict[str, Any] | None = None,
         render_mode: str | None = None,
+        game_id: str | None = None,
     ) -> None:
         super().__init__(render_mode)
-        self.game = make_game(game, **(game_kwargs or {}))
+        # A registered game's id (made here), or a game made elsewhere (a family's own engines) with its game_id.
+        self.game = make_game(game, **(game_kwargs or {})) if isinstance(game, str) else game
+        self.game_id = game if isinstance(game, str) else game_id or type(game).__name__
         if isinstance(opponent, str) and opponent not in self.game.players:
-            raise ValueError(f"unknown opponent {opponent!r} for {game}; known: {sorted(self.game.players)}")
+            raise ValueError(f"unknown opponent {opponent!r} for {self.game_id}; known: {sorted(self.game.players)}")
         if seat is not None and seat not in self.game.possible_agents:
             raise ValueError(f"unknown seat {seat!r}; seats are {self.game.possible_agents}")
-        self.game_id = game
         self.opponent = opponent
         self.seat = seat
         self.learner = self.game.possible_agents[0]

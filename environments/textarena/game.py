@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from agentgym.core import InvalidAction, TextEnv
+from agentgym.core import InvalidAction
 from agentgym.multiagent import Event, GameEnv, Outcome, Player, TextGame
 
 #: A move TextArena lists: a bracketed move in quotes, e.g. ``'[4]'``.
@@ -246,16 +246,10 @@ class TextArenaEnv(GameEnv):
         num_players: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        TextEnv.__init__(self, render_mode)
-        self.game = make_game(game, num_players=num_players)
-        if isinstance(opponent, str) and opponent not in self.game.players:
-            raise ValueError(f"unknown opponent {opponent!r} for {game}; known: {sorted(self.game.players)}")
-        if seat is not None and seat not in self.game.possible_agents:
-            raise ValueError(f"unknown seat {seat!r}; seats are {self.game.possible_agents}")
-        self.game_id = f"TextArena-{game}-v0"
-        self.opponent = opponent
-        self.seat = seat
-        self.learner = self.game.possible_agents[0]
-        self._opponent_rng = random.Random()
-        self._oracle_rng = random.Random()
-        self._reply = ""
+        super().__init__(
+            make_game(game, num_players=num_players),
+            opponent,
+            seat,
+            render_mode=render_mode,
+            game_id=f"TextArena-{game}-v0",
+        )
