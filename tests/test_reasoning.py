@@ -26,6 +26,7 @@ pytest.importorskip("math_verify")
 from agentgym.environments.reasoning.generators import (  # noqa: E402 (after the skips)
     SPLIT_SEED_OFFSETS,
     ReasoningGymEnv,
+    curriculum_config,
     generator_names,
     metadata_oracles,
     solution,
@@ -83,6 +84,23 @@ def test_config_passes_through_and_bad_names_fail() -> None:
     assert observation.split("\n")[0].count("+") == 4
     with pytest.raises(ValueError, match="unknown reasoning-gym generator"):
         ReasoningGymEnv(dataset="no_such_generator")
+
+
+def test_curriculum_levels_are_reasoning_gyms() -> None:
+    """level= plays the generator at its curriculum's level; config= entries override it; every generator with a
+    curriculum gives a config its own config class takes."""
+    easy, hard = (ReasoningGymEnv(dataset="basic_arithmetic", level=level) for level in (0, 2))
+    assert json.loads(easy.config_json)["max_terms"] < json.loads(hard.config_json)["max_terms"]
+    hard_item = hard._item(hard.splits.ids("test")[0])
+    assert hard_item["metadata"]["num_terms"] <= json.loads(hard.config_json)["max_terms"]
+    override = ReasoningGymEnv(dataset="basic_arithmetic", level=2, config={"max_terms": 2, "min_terms": 2})
+    assert json.loads(override.config_json)["max_terms"] == 2
+    with pytest.raises(ValueError, match="no curriculum"):
+        curriculum_config("composite", 1)
+    for name in generator_names():
+        if reasoning_gym.factory.has_curriculum(name):
+            config_class = reasoning_gym.factory.DATASETS[name][1]
+            config_class(**curriculum_config(name, 1))
 
 
 def test_answers_in_tags_and_several_lines() -> None:

@@ -6,8 +6,10 @@ Task: item ``i`` of reasoning-gym's generator ``dataset`` (any of the 105 in
 seed ``S`` (``seed`` plus :data:`SPLIT_SEED_OFFSETS`) and ``N`` is the split's size, so train ids
 0-9,999 are items 0-9,999 of the train seed, dev ids items 0-999 of the dev seed, test ids items
 0-999 of the test seed. ``config`` is passed through to the generator's config dataclass
-(difficulty: ``min_terms``, ``max_digits``, ...). Nothing is re-implemented: questions, answers and
-scores are reasoning-gym's.
+(difficulty: ``min_terms``, ``max_digits``, ...); ``level`` takes the config of reasoning-gym's own
+curriculum for the generator at that global level (0 its easiest; ``config`` entries override it), so a
+curriculum is a list of ids by level. Nothing is re-implemented: questions, answers and scores are
+reasoning-gym's.
 
 Observation: the generator's question, then the answer syntax (:mod:`.answers`). Action, reward
 and termination: see :mod:`.answers`; the score is the generator's own ``score_answer(answer,
@@ -53,6 +55,27 @@ def metadata_oracles() -> dict[str, str]:
     return yaml.safe_load(resources.files(__package__).joinpath("oracles.yaml").read_text(encoding="utf-8"))
 
 
+def curriculum_config(name: str, level: int | None) -> dict[str, Any]:
+    """The config of reasoning-gym's curriculum for generator ``name`` at global ``level`` (0: its easiest), as
+    JSON-ready data without the seed and size (the env's splits set those); ``{}`` for level None."""
+    if level is None:
+        return {}
+    import dataclasses
+
+    from reasoning_gym.factory import create_curriculum, has_curriculum
+
+    if not has_curriculum(name):
+        raise ValueError(f"reasoning-gym has no curriculum for {name!r}: give its difficulty as config= instead")
+    curriculum = create_curriculum(name)
+    curriculum.set_global_level(level)
+    config = curriculum.generate_configuration()
+    # What the curriculum sets: the fields that differ from the config's defaults (others, such as a date,
+    # stay the generator's own and need not be JSON).
+    defaults = dataclasses.asdict(type(config)())
+    chosen = {key: value for key, value in dataclasses.asdict(config).items() if value != defaults.get(key)}
+    return json.loads(json.dumps({key: value for key, value in chosen.items() if key not in ("seed", "size")}))
+
+
 @lru_cache(maxsize=64)
 def make_dataset(name: str, seed: int, size: int, config_json: str) -> Any:
     """A reasoning-gym dataset, shared by the envs of this process (the config as sorted JSON)."""
@@ -64,8 +87,9 @@ def make_dataset(name: str, seed: int, size: int, config_json: str) -> Any:
 class ReasoningGymEnv(AnswerEnv):
     """One reasoning-gym generator as an env (see the module docstring).
 
-    ``dataset``: the generator's name; ``config``: its config fields; ``seed``: the base of the
-    splits' seeds; ``tools``: offer the Python interpreter (multi-turn).
+    ``dataset``: the generator's name; ``config``: its config fields; ``level``: its curriculum's level
+    (:func:`curriculum_config`); ``seed``: the base of the splits' seeds; ``tools``: offer the Python
+    interpreter (multi-turn).
     """
 
     splits = REASONING_SPLITS
@@ -74,6 +98,7 @@ class ReasoningGymEnv(AnswerEnv):
         self,
         dataset: str = "basic_arithmetic",
         config: Mapping[str, Any] | None = None,
+        level: int | None = None,
         seed: int = 0,
         tools: bool = False,
         interpreter_limits: Limits | Mapping[str, Any] | None = None,
@@ -85,7 +110,7 @@ class ReasoningGymEnv(AnswerEnv):
         if dataset not in names:
             raise ValueError(f"unknown reasoning-gym generator {dataset!r}; choose one of {', '.join(names)}")
         self.dataset_name = dataset
-        self.config_json = json.dumps(dict(config or {}), sort_keys=True)
+        self.config_json = json.dumps({**curriculum_config(dataset, level), **(config or {})}, sort_keys=True)
         self.seed = seed
         self.oracle_key = metadata_oracles().get(dataset)
         self.item: dict[str, Any] = {}
