@@ -137,6 +137,11 @@ def history_turns(messages: list[Message]) -> list[int]:
     return [i for i in range(head, len(messages)) if messages[i].get("role") == "assistant"]
 
 
+def droppable_turns(messages: list[Message]) -> int:
+    """How many turns :func:`drop_oldest_turns` may leave out of ``messages``: all but the newest."""
+    return max(len(history_turns(messages)) - 1, 0)
+
+
 def drop_oldest_turns(messages: list[Message], count: int) -> list[Message]:
     """``messages`` without their ``count`` oldest turns after the task (as ``ChatWrapper(history_window=K)`` cuts a
     history); the newest turn always stays, with the observation to answer."""

@@ -25,7 +25,7 @@ import torch
 
 from agentgym.llm.generation import DEFAULT_MAX_BATCH_TOKENS, Batcher, ContextLengthError, Request, SamplingParams
 from agentgym.llm.models import resolve_model
-from agentgym.llm.policies.base import Episode, Message, Policy, Reply, drop_oldest_turns, history_turns
+from agentgym.llm.policies.base import Episode, Message, Policy, Reply, drop_oldest_turns, droppable_turns
 from agentgym.llm.vision import VisionGenerator, load_generator
 
 
@@ -85,7 +85,7 @@ class HFPolicy(Policy):
         if generator.context_length is None:
             return messages
         budget = generator.context_length - min(self.params.max_new_tokens, generator.context_length // 2)
-        most = max(len(history_turns(messages)) - 1, 0)
+        most = droppable_turns(messages)
         count = min(episode.dropped_turns, most)
         while True:
             fitted = drop_oldest_turns(messages, count)

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from agentgym.llm.policies.base import Episode, Message, Policy, Reply, drop_oldest_turns, history_turns
+from agentgym.llm.policies.base import Episode, Message, Policy, Reply, drop_oldest_turns, droppable_turns
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
@@ -119,7 +119,7 @@ class OpenAIPolicy(Policy):
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
         """The endpoint's reply; a prompt it refuses as too long for the context is sent again without its oldest
         turns (one more each time; the task and the newest turn always stay)."""
-        most = max(len(history_turns(messages)) - 1, 0)
+        most = droppable_turns(messages)
         count = min(episode.dropped_turns, most)
         while True:
             payload = {
