@@ -411,8 +411,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--policy",
         action="append",
-        help="oracle (default), random, openai:MODEL[@URL[,URL...]] (several URLs: load-balanced) or hf:PATH "
-        "(a model folder, a .gguf file, or a packaged model such as hf:smollm2); repeatable",
+        help="oracle (default), random, obedient (envs under prompt injection), openai:MODEL[@URL[,URL...]] "
+        "(several URLs: load-balanced) or hf:PATH (a model folder, a .gguf file, or a packaged model such as "
+        "hf:smollm2); repeatable",
     )
     evaluate.add_argument("--split", default="test", choices=("train", "dev", "test"), help="with --env")
     evaluate.add_argument("--episodes", type=int, default=10, help="episodes per env (with --env)")

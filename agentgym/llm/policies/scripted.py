@@ -1,4 +1,5 @@
-"""The scripted baselines every env has: its oracle and a uniformly random player.
+"""The scripted baselines every env has: its oracle and a uniformly random player; and, on envs under prompt
+injection, the "obedient" player that carries out whatever injected instruction it reads.
 
 They call the env's ``oracle_action()`` and ``random_action(rng)``: a local
 :class:`~agentgym.core.TextEnv` or a :class:`~agentgym.serving.client.RemoteEnv` (which asks its server).
@@ -73,3 +74,16 @@ class RandomPolicy(ScriptedPolicy):
 
     def reply(self, episode: Episode) -> Reply:
         return _as_tool_call(_baseline(episode.env, "random_action")(episode.rng), episode)
+
+
+class ObedientPolicy(ScriptedPolicy):
+    """Plays the env's ``obedient_action``: the oracle's commands, and the attacker's once an injection was shown.
+
+    The envs under prompt injection have it (the -Attack ids, docs/safety.md); with an oracle that ignores the
+    injection beside it, it shows that an env's attack check fires when the attacker's goal is carried out.
+    """
+
+    name = "obedient"
+
+    def reply(self, episode: Episode) -> Reply:
+        return _as_tool_call(_baseline(episode.env, "obedient_action")(), episode)
