@@ -12,6 +12,8 @@ SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)
 ENTRY_POINT = "agentgym.environments.search.env:SearchEnv"
 #: World and index built before episodes (agentgym eval, agentgym prepare), outside their timeouts.
 _PREPARE = "agentgym.environments.search.env:prepare"
+#: Search-Attack-v0's variants per question: 2 attacker goals x 3 injection styles (attack.py's VARIANTS).
+ATTACK_VARIANTS = 6
 
 register(
     "Search-v0",
@@ -46,4 +48,16 @@ register(
     prepare=_PREPARE,
     max_episode_steps=60,
     kwargs={"difficulty": "hard"},
+)
+register(
+    "Search-Attack-v0",
+    entry_point="agentgym.environments.search.attack:SearchAttackEnv",
+    family="search",
+    description=(
+        "Search-v0's questions with a prompt injection in the first article read (3 styles x 2 attacker goals "
+        "per question); utility and attack success"
+    ),
+    splits=TaskSplits(**{split: count * ATTACK_VARIANTS for split, count in SPLITS.counts().items()}),
+    prepare=_PREPARE,
+    max_episode_steps=40,
 )

@@ -110,7 +110,7 @@ class SearchEnv(SearchToolsEnv):
         """The question of task ``task_id`` (without playing it)."""
         rng = self.task_rng(task_id, self.difficulty, self.world_config.key)
         kind = rng.choice(DIFFICULTIES[self.difficulty])
-        return make_question(self.world, kind, self.splits.split_of(task_id), rng)
+        return make_question(self.world, kind, SPLITS.split_of(task_id), rng)
 
     def _question(self, task_id: int) -> tuple[str, list[str]]:
         self.current = self.question_for(task_id)
