@@ -109,13 +109,15 @@ class WebShopEnv(TextEnv):
         self.shop: Shop = load_shop(catalog, num_products, cache_dir)
         self.splits: TaskSplits = self.shop.splits  # type: ignore[misc]  (per catalog, not per class)
         self.session: Session | None = None
+        self.goal_index = 0
 
     @property
     def action_syntax(self) -> str:
         return ACTION_SYNTAX
 
     def _generate(self, task_id: int) -> str:
-        goal = self.shop.goals[self.shop.goal_index(task_id)]
+        self.goal_index = self.shop.goal_index(task_id)
+        goal = self.shop.goals[self.goal_index]
         self.session = Session(self.shop, goal, show_attributes=self.show_attributes, price=self.price, tagger=self.tagger)
         return goal.instruction_text
 
@@ -158,7 +160,7 @@ class WebShopEnv(TextEnv):
     def _info(self, command: str, invalid: bool) -> dict[str, Any]:
         info = super()._info(command, invalid)
         session = self._current()
-        info["goal_index"] = self.shop.goal_index(info["task_id"])
+        info["goal_index"] = self.goal_index
         info["page"] = session.page
         if session.purchase is not None:
             purchase = session.purchase
