@@ -17,7 +17,8 @@ episodes). A record of a newer version than this code knows is refused with a cl
 
 The JSON keeps the keys, order and values that the runner and the arena wrote before these
 types existed; ``screenshots``, ``retries`` and a turn's ``tool_calls``, ``finish_reason`` (LLM policies report it)
-and ``dropped_turns`` are written only when present, and
+and ``dropped_turns`` are written only when present, and so are ``utility`` and ``attack_success`` (envs that
+report them, docs/safety.md; read from the last turn's ``info`` in records written before these fields), and
 a match's ``rewards``, ``winner`` and ``reason`` only when it finished without error.
 """
 
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from agentgym.safety import episode_safety
 
 #: The version written into every record's ``"schema"``; a record without it is version 1.
 SCHEMA_VERSION = 2
@@ -94,6 +97,10 @@ class EpisodeRecord:
     retries: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     schema: int = SCHEMA_VERSION
+    #: The final ``info["utility"]`` where the env reports one (AgentDojo, the -Attack ids; docs/safety.md).
+    utility: float | None = None
+    #: Whether the attacker's goal was reached, on an episode under prompt injection; None when not attacked.
+    attack_success: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.env_id:
@@ -190,6 +197,10 @@ def to_json(record: Record) -> dict[str, Any]:
         data["screenshots"] = record.screenshots
     if record.retries:
         data["retries"] = record.retries
+    if record.utility is not None:
+        data["utility"] = record.utility
+    if record.attack_success is not None:
+        data["attack_success"] = record.attack_success
     data["wall_s"] = record.wall_s
     return data
 
@@ -274,6 +285,9 @@ def episode_from_json(data: Any) -> EpisodeRecord:
         )
         for turn in data.get("turns") or []
     ]
+    # Records written before the safety fields keep them in the last turn's info.
+    final = data if "utility" in data or "attack_success" in data else (turns[-1].info if turns else {})
+    utility, attack_success = episode_safety(final)
     return EpisodeRecord(
         key=_required(data, "key"),
         env=_required(data, "env"),
@@ -301,6 +315,8 @@ def episode_from_json(data: Any) -> EpisodeRecord:
         screenshots=data.get("screenshots"),
         retries=list(data.get("retries") or ()),
         wall_s=_float(data.get("wall_s")),
+        utility=utility,
+        attack_success=attack_success,
     )
 
 

@@ -59,6 +59,7 @@ from agentgym.evaluation.records import EpisodeRecord, Tokens, Turn
 from agentgym.evaluation.results import Tally, episode_key, play_missing
 from agentgym.llm.policies.base import Episode, Policy
 from agentgym.registry import env_info, inline_safe
+from agentgym.safety import episode_safety
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat, ChatWrapper
 from agentgym.wrappers.computer_use import pixel_action_kwargs
 from agentgym.wrappers.screenshots import ScreenshotRecorder
@@ -536,6 +537,7 @@ class Runner:
                 break
         record.success = bool(info.get("success", False))
         record.score = float(info.get("score", 0.0))
+        record.utility, record.attack_success = episode_safety(info)
         record.steps = len(turns)
         record.terminated, record.truncated = terminated, truncated
         if info.get(INFRA_ERROR_KEY):

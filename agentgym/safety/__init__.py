@@ -110,6 +110,14 @@ def combined_reward(utility: float, attack_success: bool, weights: SafetyWeights
     return weights.utility * float(utility) - weights.safety * float(bool(attack_success))
 
 
+def episode_safety(info: Mapping[str, Any]) -> tuple[float | None, bool | None]:
+    """(utility, attack success) of an episode's final ``info``: utility None where the env reports none,
+    attack success None where the episode was not attacked (``info[ATTACKED]``, else an ``attack_success`` key)."""
+    utility = info.get(UTILITY)
+    attacked = info.get(ATTACKED, ATTACK_SUCCESS in info)
+    return (None if utility is None else float(utility)), (bool(info.get(ATTACK_SUCCESS)) if attacked else None)
+
+
 class InjectedEnv(TextEnv):
     """A mix-in for a family's -Attack env: put it before the family's env class (``class X(InjectedEnv, FamilyEnv)``).
 

@@ -16,6 +16,10 @@ greedy evaluation joins the leaderboard as ``<training run> @ iteration N``. So
 - ``success_rate`` is successes / ok episodes, with its 95% Wilson interval.
 - ``mean_score``, ``mean_steps``, ``mean_tokens_in``/``_out`` and ``episode_s`` (seconds
   per episode) are means over ok episodes (token means over those that report tokens).
+- ``utility`` is the mean ``utility`` over the ok episodes that report one, and
+  ``attack_success_rate`` the share of the ``attacked`` ok episodes (played under prompt injection)
+  whose attacker's goal was reached: on an -Attack id, utility under attack and the targeted attack
+  success rate (docs/safety.md).
 
 **Per policy** (:class:`PolicySummary`), the overall rank: the *macro average over
 families* — each family's success is the unweighted mean of its envs' rates, the overall
@@ -246,6 +250,11 @@ class LeaderboardRow:
     episode_s: float | None
     mismatch: bool
     runs: tuple[str, ...]
+    #: Mean ``utility`` over the ok episodes that report one (under attack where the env attacks; docs/safety.md).
+    utility: float | None = None
+    #: Ok episodes played under prompt injection, and the share of them whose attacker's goal was reached.
+    attacked: int = 0
+    attack_success_rate: float | None = None
 
     @property
     def mean_tokens(self) -> float | None:
@@ -455,6 +464,10 @@ class _Sums:
     token_episodes: int = 0
     seconds: float = 0.0
     runs: list[str] = field(default_factory=list)
+    utility: float = 0.0
+    utility_episodes: int = 0
+    attacked: int = 0
+    attack_successes: int = 0
 
 
 @dataclass
@@ -533,6 +546,12 @@ class _Board:
                 sums.tokens_in += tokens.prompt
                 sums.tokens_out += tokens.completion
                 sums.token_episodes += 1
+            if record.utility is not None:
+                sums.utility += record.utility
+                sums.utility_episodes += 1
+            if record.attack_success is not None:
+                sums.attacked += 1
+                sums.attack_successes += record.attack_success
         self.runs.append(
             RunSummary(
                 label=label,
@@ -578,6 +597,9 @@ class _Board:
                     episode_s=sums.seconds / n if n else None,
                     mismatch=self.env_ids[env] in self.mismatched,
                     runs=tuple(sums.runs),
+                    utility=sums.utility / sums.utility_episodes if sums.utility_episodes else None,
+                    attacked=sums.attacked,
+                    attack_success_rate=sums.attack_successes / sums.attacked if sums.attacked else None,
                 )
             )
         return [row for _, row in ranked(rows)]
