@@ -172,13 +172,17 @@ def _rescore(args: argparse.Namespace) -> int:
 
 def _prepare(args: argparse.Namespace) -> int:
     from agentgym.evaluation.preparation import prepare_items
+    from agentgym.evaluation.runner import plan
 
     if args.suite_name and args.suite:
         raise UsageError("give the suite as SUITE or --suite, not both")
     args.suite = args.suite or args.suite_name
     args.episodes, args.split, args.max_turns = 1, "test", None
     items, _ = _items(args)
-    failed = prepare_items(items, args.backend, lambda line: print(line, flush=True))
+    tasks: dict[str, set[int]] = {}
+    for episode in plan(items, seed=0) if args.suite else ():  # a suite: the tasks it plays; an --env: every task
+        tasks.setdefault(episode.item.label, set()).add(episode.task_id)
+    failed = prepare_items(items, args.backend, lambda line: print(line, flush=True), tasks)
     problems = {label: reason for label, reason in failed.items() if reason}
     failures = f"; failed: {', '.join(problems)}" if problems else ""
     print(f"{len(failed) - len(problems)} of {len(failed)} envs ready{failures}")
@@ -217,6 +221,7 @@ def _eval_policy(
 
     from tqdm import tqdm
 
+    from agentgym.evaluation.preparation import Preparations
     from agentgym.evaluation.runner import run_eval
     from agentgym.llm.policies import make_policy, parse_spec
     from agentgym.wrappers.vision import ImageOptions
@@ -228,6 +233,13 @@ def _eval_policy(
 
     def on_plan(total: int, done: int) -> None:
         bars.append(tqdm(desc=policy.name, total=total, initial=done, unit="episode", disable=args.no_progress))
+
+    def on_preparing(preparations: Preparations) -> None:
+        """The bar shows the preparations beside the episodes: how many ended, which run now, which failed."""
+        running = f": {', '.join(preparations.running)}" if preparations.running else ""
+        failed = f", {len(preparations.failed)} failed" if preparations.failed else ""
+        if bars:
+            bars[0].set_postfix_str(f"prepared {preparations.done}/{preparations.total}{failed}{running}")
 
     async def main() -> object:
         try:
@@ -249,7 +261,9 @@ def _eval_policy(
                 on_plan=on_plan,
                 on_episode=lambda record: bars[0].update(1),
                 prepare=not args.no_prepare,
-                on_prepare=lambda line: print(line, file=sys.stderr, flush=True),
+                on_prepare=lambda line: tqdm.write(line, file=sys.stderr),
+                prepare_concurrency=args.prepare_concurrency,
+                on_preparing=on_preparing,
                 infra_retries=args.infra_retries,
                 family_concurrency=parse_limits(args.family_concurrency),
                 protocol=getattr(args, "protocol", None),
@@ -433,7 +447,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="replays of an episode whose env's infrastructure failed (a site that did not answer, a crashed env)",
     )
     evaluate.add_argument(
-        "--no-prepare", action="store_true", help="skip the envs' one-time preparation before the episodes"
+        "--prepare-concurrency",
+        type=int,
+        default=1,
+        metavar="N",
+        help="envs prepared at once, in the background, while the episodes of ready envs play (default 1)",
+    )
+    evaluate.add_argument(
+        "--no-prepare", action="store_true", help="skip the envs' preparation for the tasks the run plays"
     )
     evaluate.add_argument(
         "--out",
@@ -487,7 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.set_defaults(run=_eval)
 
     prepare = commands.add_parser(
-        "prepare", help="do the envs' slow one-time preparation (site installs, index builds) now, not in an eval"
+        "prepare",
+        help="do the envs' preparation (site installs, index builds, screenshots) now, not in an eval: a suite's "
+        "for the tasks it plays, an --env's for every task",
     )
     prepare.add_argument("suite_name", nargs="?", metavar="SUITE", help="suite name (quick, full) or .yaml path")
     prepare.add_argument("--suite", help=argparse.SUPPRESS)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextlib
 import difflib
 import importlib
+import inspect
 import pkgutil
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -43,7 +44,8 @@ class EnvInfo:
     #: server and the Ray backend keep to it unless the user overrides it.
     max_concurrency: int | None = None
     #: ``"module:function"`` that does the family's slow one-time preparation (installs, index
-    #: builds, image pulls) for ``function(env_id, kwargs, report)``; see :func:`prepare_env`.
+    #: builds, image pulls) for ``function(env_id, kwargs, report)``, or per task for
+    #: ``function(env_id, kwargs, report, task_ids=None)``; see :func:`prepare_env`.
     prepare: str | None = None
     #: The plugin distribution that registered the id (None: a family shipped with agentgym).
     plugin: str | None = None
@@ -198,19 +200,31 @@ def limit_key(env_id: str, overrides: Mapping[str, int] | None = None) -> str:
 
 
 def prepare_env(
-    env_id: str, kwargs: Mapping[str, Any] | None = None, report: Callable[[str], None] = lambda line: None
+    env_id: str,
+    kwargs: Mapping[str, Any] | None = None,
+    report: Callable[[str], None] = lambda line: None,
+    task_ids: Collection[int] | None = None,
 ) -> bool:
     """Do ``env_id``'s one-time preparation (site installs, index builds...) if its family declares one.
 
-    Idempotent and safe to call from several processes (each family's hook makes it so); it
-    returns quickly when there is nothing left to do. ``report(line)`` receives progress lines.
-    Returns whether the family declares a preparation.
+    ``task_ids``: only what these tasks need (a hook that takes a ``task_ids`` keyword prepares
+    just that: one repository's venv, one site, a few screenshots; other hooks prepare the whole
+    id); ``None`` prepares every task. Idempotent and safe to call from several processes (each
+    family's hook makes it so); it returns quickly when there is nothing left to do.
+    ``report(line)`` receives progress lines. Returns whether the family declares a preparation.
     """
     info = env_info(env_id)
     if info.prepare is None:
         return False
-    load_env_creator(info.prepare)(info.id, {**info.kwargs, **(kwargs or {})}, report)
+    hook = load_env_creator(info.prepare)
+    by_task = {"task_ids": sorted(task_ids)} if task_ids is not None and takes_task_ids(hook) else {}
+    hook(info.id, {**info.kwargs, **(kwargs or {})}, report, **by_task)
     return True
+
+
+def takes_task_ids(hook: Callable[..., Any]) -> bool:
+    """Whether a preparation hook prepares per task (it has a ``task_ids`` parameter)."""
+    return "task_ids" in inspect.signature(hook).parameters
 
 
 def list_envs(family: str | None = None) -> list[EnvInfo]:

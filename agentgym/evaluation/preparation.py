@@ -1,11 +1,14 @@
-"""Before episodes start: each env's one-time preparation, and how many copies of each family run at once.
+"""Preparing envs (per task, while episodes play), and how many copies of each family run at once.
 
-**Preparation.** A family whose first use is slow (sites to install, an index to build, games
-to pregenerate) declares a ``prepare`` hook in its registration (see
-:func:`agentgym.registry.prepare_env`). :func:`prepare_items` calls it once per env of a run,
-before any episode, outside every episode's timeout, reporting progress; ``agentgym eval`` does
-so up front and ``agentgym prepare SUITE`` does it alone. A preparation that fails is reported
-and the run goes on: the env's episodes then fail (and are retried) with the env's own error.
+**Preparation.** A family whose first use is slow (sites to install, an index to build, screenshots
+to render) declares a ``prepare`` hook in its registration (see :func:`agentgym.registry.prepare_env`);
+a hook that takes ``task_ids`` prepares only what those tasks need. :func:`prepare_items` prepares
+a run's envs one after the other (``agentgym prepare``); :class:`Preparations` does it in the
+background of ``agentgym eval``: at most ``parallel`` preparations at once, in the items' order,
+while the episodes of ids already ready play (:func:`ready_first` puts those first), and an
+episode of an id still preparing waits for it (:meth:`Preparations.wait`) outside every episode's
+timeout. A preparation that fails is reported; the episodes of its id are then recorded as errors
+that say so, never played on an env that is not ready.
 
 **Concurrency.** A family may declare ``max_concurrency``: how many copies one machine holds
 at once. :func:`family_limits` resolves the limits of a run's envs (the user's overrides,
@@ -16,8 +19,9 @@ for a busy family do not hold up the others.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from agentgym.registry import env_info, limit_key, max_concurrency, prepare_env
@@ -37,34 +41,128 @@ class Preparable(Protocol):
     def label(self) -> str: ...
 
 
-def prepare_items(
-    items: Iterable[Preparable], backend: str | None = None, report: Callable[[str], None] = lambda line: None
-) -> dict[str, str | None]:
-    """Prepare every env of ``items`` that runs on this machine, once per env (id and kwargs).
+def needs_preparation(item: Preparable, backend: str | None = None) -> bool:
+    """Whether ``item``'s env declares a preparation and runs on this machine (see :data:`LOCAL_BACKENDS`)."""
+    where = backend or item.kwargs.get("backend", "local")
+    return where in LOCAL_BACKENDS and env_info(item.env).prepare is not None
 
+
+def prepare_one(item: Preparable, report: Callable[[str], None], task_ids: Collection[int] | None = None) -> str | None:
+    """Prepare ``item``'s env (for ``task_ids`` only, where its hook prepares per task); ``None``, or why it failed."""
+    kwargs = {key: value for key, value in item.kwargs.items() if key != "backend"}
+    report(f"preparing {item.label} ...")
+    started = time.perf_counter()
+    try:
+        prepare_env(item.env, kwargs, lambda line: report(f"  {item.label}: {line}"), task_ids)
+    except Exception as error:  # reported; the item's episodes are recorded as errors that say so
+        reason = f"{type(error).__name__}: {error}"
+        report(f"preparing {item.label} failed: {reason}")
+        return reason
+    report(f"{item.label} ready in {time.perf_counter() - started:.1f} s")
+    return None
+
+
+def prepare_items(
+    items: Iterable[Preparable],
+    backend: str | None = None,
+    report: Callable[[str], None] = lambda line: None,
+    tasks: Mapping[str, Collection[int]] | None = None,
+) -> dict[str, str | None]:
+    """Prepare every env of ``items`` that runs on this machine, once per env (id and kwargs), one after the other.
+
+    ``tasks`` (label -> task ids) limits an env's preparation to those tasks (all where it has no entry).
     Returns label -> ``None`` (prepared, or nothing to prepare) or the reason it failed;
     ``report(line)`` gets one line per env, and the family's own progress lines.
     """
     outcome: dict[str, str | None] = {}
     for item in items:
-        if item.label in outcome:
-            continue
-        where = backend or item.kwargs.get("backend", "local")
-        if where not in LOCAL_BACKENDS or env_info(item.env).prepare is None:
-            outcome[item.label] = None
-            continue
-        kwargs = {key: value for key, value in item.kwargs.items() if key != "backend"}
-        report(f"preparing {item.label} ...")
-        started = time.perf_counter()
-        try:
-            prepare_env(item.env, kwargs, lambda line, label=item.label: report(f"  {label}: {line}"))
-        except Exception as error:  # reported; the episodes then meet the env's own error
-            outcome[item.label] = f"{type(error).__name__}: {error}"
-            report(f"preparing {item.label} failed: {outcome[item.label]}")
-            continue
-        outcome[item.label] = None
-        report(f"{item.label} ready in {time.perf_counter() - started:.1f} s")
+        if item.label not in outcome:
+            needed = needs_preparation(item, backend)
+            outcome[item.label] = prepare_one(item, report, (tasks or {}).get(item.label)) if needed else None
     return outcome
+
+
+class Preparations:
+    """A run's preparations in the background, at most ``parallel`` at once, in the items' order.
+
+    Each runs in a thread (:func:`prepare_one`); :meth:`wait` is how an episode waits for its env.
+    ``on_change()`` is called (on the event loop) whenever one starts or ends: :attr:`done`,
+    :attr:`total`, :attr:`running` and :attr:`failed` say where they stand (a progress display).
+    Make it on the running event loop.
+    """
+
+    def __init__(
+        self,
+        items: Iterable[Preparable],
+        backend: str | None,
+        report: Callable[[str], None],
+        tasks: Mapping[str, Collection[int]] | None = None,
+        parallel: int = 1,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        if parallel < 1:
+            raise ValueError(f"parallel must be at least 1, got {parallel}")
+        self._items = {item.label: item for item in items if needs_preparation(item, backend)}
+        self._tasks = dict(tasks or {})
+        self._report = report
+        self._on_change = on_change
+        self._ended: dict[str, asyncio.Future[str | None]] = {
+            label: asyncio.get_running_loop().create_future() for label in self._items
+        }
+        self._limit = asyncio.Semaphore(parallel)
+        self._jobs: list[asyncio.Task[None]] = []
+        self.running: list[str] = []  #: labels being prepared now
+        self.failed: dict[str, str] = {}  #: label -> why its preparation failed
+
+    @property
+    def labels(self) -> list[str]:
+        """The labels that are prepared, in their order."""
+        return list(self._items)
+
+    @property
+    def total(self) -> int:
+        return len(self._items)
+
+    @property
+    def done(self) -> int:
+        """Preparations ended (failed ones included)."""
+        return sum(future.done() for future in self._ended.values())
+
+    def start(self) -> None:
+        """Start every preparation (each waits for its turn)."""
+        self._jobs = [asyncio.create_task(self._prepare(label)) for label in self._items]
+
+    async def _prepare(self, label: str) -> None:
+        async with self._limit:
+            self.running.append(label)
+            self._on_change()
+            try:
+                reason = await asyncio.to_thread(prepare_one, self._items[label], self._report, self._tasks.get(label))
+            except BaseException as error:  # cancelled: the run is over
+                reason = f"not prepared: {type(error).__name__}"
+                raise
+            finally:
+                self.running.remove(label)
+                if reason is not None:
+                    self.failed[label] = reason
+                self._ended[label].set_result(reason)
+                self._on_change()
+
+    async def wait(self, label: str) -> str | None:
+        """Wait until ``label``'s env is prepared; ``None`` (ready, or nothing to prepare) or why it failed."""
+        ended = self._ended.get(label)
+        return None if ended is None else await asyncio.shield(ended)
+
+    def ready_now(self, label: str) -> bool:
+        """Whether ``label`` needs no preparation or its preparation has ended."""
+        ended = self._ended.get(label)
+        return ended is None or ended.done()
+
+    async def aclose(self) -> None:
+        """Cancel what has not started; a preparation running in its thread is left to end by itself."""
+        for job in self._jobs:
+            job.cancel()
+        await asyncio.gather(*self._jobs, return_exceptions=True)
 
 
 def family_limits(env_ids: Iterable[str], overrides: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -92,3 +190,11 @@ def interleave(planned: Sequence[T], key: Callable[[T], str]) -> list[T]:
     for index in range(max((len(queue) for queue in queues.values()), default=0)):
         ordered.extend(queue[index] for queue in queues.values() if index < len(queue))
     return ordered
+
+
+def ready_first(planned: Sequence[T], label: Callable[[T], str], preparing: Sequence[str]) -> list[T]:
+    """``planned`` reordered (each label's order kept): the episodes of labels with nothing to prepare first,
+    then those of each label of ``preparing`` in its order, so that the workers take what can play now
+    and reach an env in preparation as late as they can."""
+    rank = {name: number for number, name in enumerate(preparing, start=1)}
+    return sorted(planned, key=lambda episode: rank.get(label(episode), 0))

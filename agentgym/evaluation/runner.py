@@ -17,9 +17,11 @@ actor that dies, alone or with its node, fails its episode like a crashed env: i
 ``"error"`` (``--retry-errors`` plays it again) and the run goes on with the other actors.
 Each record holds the ``node_id`` of the Ray node its env ran on (None for other backends).
 
-**Before the episodes** every env of the run that declares a one-time preparation (site installs,
-index builds) is prepared, outside every episode's timeout, with progress reported
-(:mod:`agentgym.evaluation.preparation`). **Infrastructure failures** are not the policy's: an
+**Preparation while playing**: every env of the run that declares a preparation (site installs,
+index builds, screenshots) is prepared for the tasks the run plays, in the background, a bounded
+number at once, while the episodes of ids already ready play; an episode of an id still preparing
+waits for it, outside every episode's timeout, and one whose preparation failed is recorded as an
+error that says so (:mod:`agentgym.evaluation.preparation`). **Infrastructure failures** are not the policy's: an
 attempt whose env raised, timed out, or ended the episode with ``info["infra_error"]`` (a page
 that did not answer) is played again on a fresh env, up to ``infra_retries`` times; the record's
 ``retries`` says why each earlier attempt was abandoned, and only a failure of the last attempt
@@ -41,7 +43,7 @@ import itertools
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property, lru_cache, partial
 from pathlib import Path
@@ -54,7 +56,7 @@ import agentgym
 from agentgym.computer_use import FORMATS as COMPUTER_USE_FORMATS
 from agentgym.core import INFRA_ERROR_KEY
 from agentgym.evaluation.fingerprint import recorded_fingerprint
-from agentgym.evaluation.preparation import family_limits, interleave, limit_key, prepare_items
+from agentgym.evaluation.preparation import Preparations, family_limits, interleave, limit_key, ready_first
 from agentgym.evaluation.records import EpisodeRecord, Tokens, Turn
 from agentgym.evaluation.results import Tally, episode_key, play_missing
 from agentgym.llm.policies.base import Episode, Policy
@@ -303,8 +305,11 @@ class Runner:
         infra_retries: int = 2,
         retry_delay_s: float = 1.0,
         family_concurrency: Mapping[str, int] | None = None,
+        ready: Callable[[str], Awaitable[str | None]] | None = None,
     ) -> None:
         self.policy = policy
+        #: ``await ready(label)``: when an env of that item may be made (``None``), or why it cannot.
+        self._ready = ready
         self.infra_retries = infra_retries
         self.retry_delay_s = retry_delay_s
         #: The user's per-family (or per-id) concurrency limits, over the families' own.
@@ -336,6 +341,11 @@ class Runner:
         An attempt that meets an infrastructure failure is played again on a fresh env (after
         ``retry_delay_s`` times the attempt number), up to ``infra_retries`` times; policy errors are not retried.
         """
+        unprepared = None if self._ready is None else await self._ready(planned.item.label)
+        if unprepared is not None:  # never played on an env that is not ready
+            record = self._record(planned, _now())
+            record.status, record.error = "error", f"preparing {planned.item.label} failed: {unprepared}"
+            return record
         retries: list[str] = []
         async with self._slot(planned.item):  # waiting for the family's slot is not the episode's time
             started, clock = _now(), time.perf_counter()
@@ -368,18 +378,7 @@ class Runner:
         infrastructure failed (None if it did not)."""
         clock = time.perf_counter()
         failed: str | None = None
-        record = EpisodeRecord(
-            key=planned.key,
-            env=planned.item.label,
-            env_id=planned.item.env,
-            env_kwargs=planned.item.kwargs,
-            split=planned.item.split,
-            task_id=planned.task_id,
-            repeat=planned.repeat,
-            seed=planned.seed,
-            policy=self.policy.name,
-            started=started,
-        )
+        record = self._record(planned, started)
         host, broken = None, False
         try:
             host = await self._acquire(planned.item)
@@ -404,6 +403,21 @@ class Runner:
             record.success, record.score = False, 0.0
         record.wall_s = time.perf_counter() - clock
         return record, failed
+
+    def _record(self, planned: PlannedEpisode, started: str) -> EpisodeRecord:
+        """The record of an episode about to be played (its identity; the play fills the rest)."""
+        return EpisodeRecord(
+            key=planned.key,
+            env=planned.item.label,
+            env_id=planned.item.env,
+            env_kwargs=planned.item.kwargs,
+            split=planned.item.split,
+            task_id=planned.task_id,
+            repeat=planned.repeat,
+            seed=planned.seed,
+            policy=self.policy.name,
+            started=started,
+        )
 
     async def _acquire(self, item: EvalItem) -> EnvHost:
         """A free env of ``item``; a new one if there is room for it, after closing a free env of
@@ -622,6 +636,8 @@ async def run_eval(
     images: ImageOptions | None = None,
     prepare: bool = True,
     on_prepare: Callable[[str], None] | None = None,
+    prepare_concurrency: int = 1,
+    on_preparing: Callable[[Preparations], None] | None = None,
     infra_retries: int = 2,
     family_concurrency: Mapping[str, int] | None = None,
     protocol: Mapping[str, Any] | None = None,
@@ -636,9 +652,11 @@ async def run_eval(
     (:class:`~agentgym.wrappers.vision.ImageOptions`) sends screen envs' screenshots to the policy
     as image content parts (browser envs are made with ``screenshot=True``); ``run.json`` records them.
 
-    With ``prepare``, every env's one-time preparation runs first (``on_prepare(line)`` gets its
-    progress). ``infra_retries`` bounds the replays of an episode whose env's infrastructure failed;
-    ``family_concurrency`` (family or id -> N) overrides the families' declared limits.
+    With ``prepare``, every env's preparation (for the tasks this run plays) runs in the background,
+    ``prepare_concurrency`` at once, while the episodes of ready ids play (``on_prepare(line)`` gets its
+    progress lines, ``on_preparing(preparations)`` is called whenever one starts or ends: see
+    :class:`~agentgym.evaluation.preparation.Preparations`). ``infra_retries`` bounds the replays of an
+    episode whose env's infrastructure failed; ``family_concurrency`` (family or id -> N) overrides the families' declared limits.
     ``protocol`` (a published protocol suite's block) is recorded in ``run.json``.
     """
     if action_format == "tools" and system_prompt == DEFAULT_SYSTEM_PROMPT:
@@ -658,8 +676,21 @@ async def run_eval(
     planned = plan(items, seed)
     if family_limits({item.env for item in items}, family_concurrency):  # no capped family at the queue's head
         planned = interleave(planned, key=lambda episode: limit_key(episode.item.env, family_concurrency))
+    preparations = None
     if prepare:
-        await asyncio.to_thread(prepare_items, items, backend, on_prepare or (lambda line: None))
+        tasks: dict[str, set[int]] = {}
+        for episode in planned:
+            tasks.setdefault(episode.item.label, set()).add(episode.task_id)
+        preparations = Preparations(
+            items,
+            backend,
+            on_prepare or (lambda line: None),
+            tasks,
+            prepare_concurrency,
+            on_change=(lambda: on_preparing(preparations)) if on_preparing is not None else (lambda: None),
+        )
+        planned = ready_first(planned, lambda episode: episode.item.label, preparations.labels)
+        preparations.start()
     runner = Runner(
         policy,
         Path(out),
@@ -671,6 +702,7 @@ async def run_eval(
         images=images,
         infra_retries=infra_retries,
         family_concurrency=family_concurrency,
+        ready=None if preparations is None else preparations.wait,
     )
     steps = 0
 
@@ -694,4 +726,6 @@ async def run_eval(
         )
     finally:
         runner.close()
+        if preparations is not None:
+            await preparations.aclose()
     return RunStats(**vars(tally), steps=steps, wall_s=time.perf_counter() - clock)
