@@ -37,9 +37,9 @@ import gymnasium as gym
 import numpy as np
 import yaml
 from recording import record
+from soak_harness import descendants
 
 import agentgym
-from agentgym.serving.soak import descendants
 
 CONFIG = Path(__file__).with_name("family_scale.yaml")
 GIB = 1024**3

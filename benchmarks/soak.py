@@ -1,7 +1,7 @@
 """Soak and churn: hundreds of sessions on one ``agentgym serve`` for hours, leaks measured at rest, faults injected.
 
 One server (a subprocess) serves the mix of ``benchmarks/soak.yaml`` (sessions per env id,
-scaled to ``--sessions``); :func:`agentgym.serving.soak.soak` churns it: sessions opened,
+scaled to ``--sessions``); :func:`soak_harness.soak` churns it: sessions opened,
 played, closed or abandoned (left to the server's idle TTL), reopened; half over HTTP, half
 over the WebSocket channel. Every ``--cycle-min`` minutes the workers stop and the server's
 process tree is measured once it holds no session (resident memory, threads, descriptors,
@@ -33,11 +33,11 @@ from typing import Any
 
 import yaml
 from recording import RESULTS, record
+from soak_harness import Churn, GrowthBounds, SoakReport, growth_failures, kill_children, soak
 
 import agentgym
 from agentgym.registry import max_concurrency
 from agentgym.serving.backends.process import ServerProcess
-from agentgym.serving.soak import Churn, GrowthBounds, SoakReport, growth_failures, kill_children, soak
 
 MIX = Path(__file__).with_name("soak.yaml")
 #: What the fault cycles kill, in turn: a process name in the server's tree (or a site's server, outside it).

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from asgi import serving_in_thread
 
 import agentgym
 from agentgym.core import INFRA_ERROR_KEY
@@ -20,8 +21,7 @@ from agentgym.environments.sokoban.env import SokobanEnv
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError
 from agentgym.serving.server import create_app
-from agentgym.serving.soak import Churn, GrowthBounds, SoakReport, growth_failures, kill_children, soak
-from asgi import serving_in_thread
+from benchmarks.soak_harness import Churn, GrowthBounds, SoakReport, growth_failures, kill_children, soak
 
 #: Sessions per env id: puzzles, WebShop's index, TextWorld's engine, ScienceWorld's JVM, the sandbox, Chromium.
 MIX = {
