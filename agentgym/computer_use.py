@@ -17,7 +17,7 @@ format                    what the model emits            coordinates
 ========================  ==============================  ======================================================
 
 The *sent image* is the screenshot as the chat wrapper sends it: scaled down (aspect kept) to the
-image budget ``max_pixels`` (:func:`agentgym.wrappers.vision.fit_pixels`). Conversions are exact
+image budget ``max_pixels`` (:func:`agentgym.images.fit_pixels`). Conversions are exact
 functions of the sizes (:class:`Geometry`); a point outside the format's coordinate range, a
 malformed call or an action the env does not have raises :class:`FormatError`, whose message is
 meant for the agent.
@@ -46,10 +46,10 @@ from typing import Any, Literal
 
 import yaml
 
+from agentgym.images import fit_pixels
+from agentgym.reply_text import strip_thinking
 from agentgym.tool_parsing import parse_tool_calls
 from agentgym.tools import ToolCallError, check_arguments, read_action
-from agentgym.utils.text import strip_thinking
-from agentgym.wrappers.vision import fit_pixels
 
 #: The computer-use formats, as ``--action-format`` names them.
 FORMATS: tuple[str, ...] = ("pyautogui", "qwen-computer", "qwen-mobile", "ui-tars", "anthropic", "openai")
@@ -58,19 +58,10 @@ TOOL_FORMATS: tuple[str, ...] = ("qwen-computer", "qwen-mobile", "anthropic", "o
 Scale = Literal["screen", "image", "qwen", "relative"]
 #: The relative scale's range (UI-TARS): 0 at the top-left, 1000 at the bottom-right.
 RELATIVE_RANGE = 1000
+#: The pointer and keyboard commands among them (a browser's coordinate action space takes these).
+INPUT_ACTIONS: tuple[str, ...] = ("click", "double_click", "right_click", "move", "drag", "scroll", "type", "key")
 #: The env commands a format maps onto, by name; an env declares the ones it takes (``pixel_actions``).
-PIXEL_ACTIONS: tuple[str, ...] = (
-    "click",
-    "double_click",
-    "right_click",
-    "move",
-    "drag",
-    "scroll",
-    "type",
-    "key",
-    "wait",
-    "done",
-)
+PIXEL_ACTIONS: tuple[str, ...] = (*INPUT_ACTIONS, "wait", "done")
 #: Wheel notches of a UI-TARS scroll (its executor scrolls by five) and pixels per notch for the
 #: pixel amounts of OpenAI's scroll (the browser's notch, :data:`agentgym.browser.page.WHEEL_NOTCH_PX`).
 UI_TARS_SCROLL_NOTCHES = 5

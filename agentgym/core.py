@@ -45,6 +45,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 import gymnasium as gym
 from gymnasium import spaces
 
+from agentgym.reply_text import last_action_line, strip_thinking
 from agentgym.tools import (
     DEFAULT_TOOLSET,
     GENERIC_TOOLS,
@@ -56,7 +57,6 @@ from agentgym.tools import (
     read_action,
     resolve_call,
 )
-from agentgym.utils.text import last_action_line, strip_thinking
 
 T = TypeVar("T")
 Split = Literal["train", "dev", "test"]

@@ -1,6 +1,6 @@
-"""The layout's rules, read from the source: no import cycle in the core, the core never imports
-a family, no family imports another, and the serving layers import only downwards
-(docs/architecture.md)."""
+"""The layout's rules, read from the source: the core's floors (each module imports only its own floor
+or lower), no import cycle in the core, the core never imports a family, no family imports another, and
+the serving layers import only downwards (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -111,17 +111,110 @@ def test_a_family_imports_no_other_family(family: str) -> None:
     assert {path: names for path, names in foreign.items() if names} == {}
 
 
+#: The core's floors, bottom first: a module belongs to the floor of the longest name here that is it or
+#: holds it (``agentgym`` itself, the package's public face, only by exact name), and imports only its own
+#: floor or lower ones (docs/architecture.md draws them).
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "contract",
+        (
+            "agentgym.core",
+            "agentgym.reply_text",
+            "agentgym.tools",
+            "agentgym.tool_parsing",
+            "agentgym.registry",
+            "agentgym.plugins",
+            "agentgym.vector",
+        ),
+    ),
+    (
+        "env machinery",
+        (
+            "agentgym.utils",
+            "agentgym.images",
+            "agentgym.computer_use",
+            "agentgym.multiagent",
+            "agentgym.browser",
+            "agentgym.sandbox",
+            "agentgym.retrieval",
+            "agentgym.safety",
+        ),
+    ),
+    ("wrappers", ("agentgym.wrappers",)),
+    ("serving", ("agentgym.serving", "agentgym")),
+    ("llm", ("agentgym.llm",)),
+    ("evaluation", ("agentgym.evaluation",)),
+    ("training", ("agentgym.train",)),
+    ("integrations", ("agentgym.integrations",)),
+    ("command line", ("agentgym.cli", "agentgym.scaffold")),
+)
+
+
+def floor_of(module: str) -> int:
+    """The index in :data:`FLOORS` of ``module``'s floor; ``KeyError`` for a module no floor holds."""
+    best: tuple[int, int] | None = None  # (length of the matching name, floor)
+    for floor, (_, names) in enumerate(FLOORS):
+        for name in names:
+            holds = module == name or (name != "agentgym" and module.startswith(name + "."))
+            if holds and (best is None or len(name) > best[0]):
+                best = (len(name), floor)
+    if best is None:
+        raise KeyError(f"{module} is on no floor: add it to FLOORS (and docs/architecture.md)")
+    return best[1]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Module -> the modules it imports from a floor above its own."""
+    found = {
+        module: sorted(target for target in targets if floor_of(target) > floor_of(module))
+        for module, targets in graph.items()
+    }
+    return {module: targets for module, targets in found.items() if targets}
+
+
+def test_every_core_module_is_on_a_floor() -> None:
+    unplaced = []
+    for module in CORE_MODULES:
+        try:
+            floor_of(module)
+        except KeyError:
+            unplaced.append(module)
+    assert unplaced == []
+
+
+def test_no_import_runs_up_the_floors() -> None:
+    assert upward_imports(core_graph()) == {}
+
+
+def test_the_floor_check_finds_an_upward_import() -> None:
+    graph = {
+        "agentgym.core": {"agentgym.utils.text"},
+        "agentgym.utils.text": set(),
+        "agentgym.serving.server": {"agentgym"},
+        "agentgym": {"agentgym.serving.client"},
+    }
+    assert upward_imports(graph) == {"agentgym.core": ["agentgym.utils.text"]}
+    assert floor_of("agentgym.serving.backends.ray") == floor_of("agentgym") < floor_of("agentgym.evaluation.runner")
+
+
 #: Serving's layers: each module may import only what sits below it.
+SERVER = (
+    "agentgym.serving.server",
+    "agentgym.serving.app",
+    "agentgym.serving.channels",
+    "agentgym.serving.sessions",
+    "agentgym.serving.memory",
+)
 SERVING_FORBIDDEN = {
     "agentgym.serving.wire": ("agentgym.serving.",),
-    "agentgym.serving.calls": ("agentgym.serving.server", "agentgym.serving.client", "agentgym.serving.backends"),
-    "agentgym.serving.client": ("agentgym.serving.server", "agentgym.serving.backends", "agentgym.serving.calls"),
+    "agentgym.serving.calls": (*SERVER, "agentgym.serving.client", "agentgym.serving.backends"),
+    "agentgym.serving.client": (*SERVER, "agentgym.serving.backends", "agentgym.serving.calls"),
+    "agentgym.serving.memory": ("agentgym.serving.",),
+    "agentgym.serving.sessions": (*SERVER[:-1], "agentgym.serving.client", "agentgym.serving.backends"),
+    "agentgym.serving.channels": (*SERVER[:2], "agentgym.serving.client", "agentgym.serving.backends"),
+    "agentgym.serving.app": (SERVER[0], "agentgym.serving.client", "agentgym.serving.backends"),
     "agentgym.serving.server": ("agentgym.serving.client", "agentgym.serving.backends"),
-    "agentgym.serving.vector_client": (
-        "agentgym.serving.server",
-        "agentgym.serving.backends",
-        "agentgym.serving.calls",
-    ),
+    "agentgym.serving.vector_client": (*SERVER, "agentgym.serving.backends", "agentgym.serving.calls"),
 }
 
 

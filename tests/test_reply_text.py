@@ -1,11 +1,12 @@
-"""agentgym.utils.text: the one reading of a reply (</think>, Action: lines, fenced blocks) and elide."""
+"""agentgym.reply_text (families import it as agentgym.utils.text): the one reading of a reply (</think>,
+Action: lines, fenced blocks) and elide."""
 
 from __future__ import annotations
 
 import doctest
 from fractions import Fraction
 
-import agentgym.utils.text as text_module
+import agentgym.reply_text as text_module
 from agentgym.core import split_reply
 from agentgym.environments.code.bash import extract_command
 from agentgym.environments.code.bugfix import extract_tool_call

@@ -53,6 +53,7 @@ from agentgym.browser.page import (
     serialise,
     settled_evaluate,
 )
+from agentgym.computer_use import INPUT_ACTIONS
 from agentgym.core import INFRA_ERROR_KEY, InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.utils.marks import Mark, draw_marks, visible_marks
 
@@ -63,9 +64,6 @@ _OPENS_TAB_JS = """target => {
   const link = element && element.closest('a[href]');
   return !!link && link.target === '_blank';
 }"""
-#: The commands of the coordinate action space, in the names computer-use formats map onto
-#: (:mod:`agentgym.computer_use`).
-PIXEL_ACTIONS = ("click", "double_click", "right_click", "move", "drag", "scroll", "type", "key")
 _RANDOM_WORDS = ("hello", "42", "Alice", "test", "yes", "blue")
 #: How long one page operation (opening a page, an action with the load it causes, a read) may take before
 #: the page counts as failed (``page_timeout_s``'s default). Sized for a loaded 2-core machine: a test run's
@@ -159,7 +157,7 @@ class BrowserEnv(TextEnv):
     @property
     def pixel_actions(self) -> tuple[str, ...]:
         """The pointer and keyboard commands this env takes on screen pixels (none with ``actions="ids"``)."""
-        return () if self.actions == "ids" else PIXEL_ACTIONS
+        return () if self.actions == "ids" else INPUT_ACTIONS
 
     @property
     def screen_size(self) -> tuple[int, int]:

@@ -51,11 +51,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentgym.core import InfrastructureError, InvalidAction, TextEnv
+from agentgym.reply_text import fenced_blocks, last_action_line, strip_thinking
 from agentgym.sandbox.box import Sandbox
 from agentgym.sandbox.errors import SandboxError
 from agentgym.sandbox.limits import Limits
 from agentgym.tools import Tool, load_tools
-from agentgym.utils.text import fenced_blocks, last_action_line, strip_thinking
 
 CellStatus = Literal["ok", "error", "time", "cpu", "memory", "died"]
 

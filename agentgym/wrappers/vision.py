@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import binascii
 import io
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -31,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 
 from agentgym.core import observation_text
+from agentgym.images import fit_pixels
 
 Message = dict[str, Any]
 ObservationMode = Literal["text", "screenshot", "both"]
@@ -77,23 +77,6 @@ class ImageOptions:
     def describe(self) -> dict[str, Any]:
         """A JSON view, recorded in a run's ``run.json``."""
         return asdict(self)
-
-
-def fit_pixels(width: int, height: int, max_pixels: int | None) -> tuple[int, int]:
-    """The size a ``width`` x ``height`` image is sent at: scaled down (aspect kept) to at most ``max_pixels``.
-
-    >>> fit_pixels(1024, 768, 512 * 384)
-    (512, 384)
-    >>> fit_pixels(160, 210, None)
-    (160, 210)
-    """
-    if max_pixels is None or width * height <= max_pixels:
-        return width, height
-    scale = math.sqrt(max_pixels / (width * height))
-    fitted_width, fitted_height = max(1, int(width * scale)), max(1, int(height * scale))
-    while fitted_width * fitted_height > max_pixels:  # rounding up never happens, but int() of a float can
-        fitted_width, fitted_height = max(1, fitted_width - 1), max(1, fitted_height - 1)
-    return fitted_width, fitted_height
 
 
 def image_part(url: str) -> dict[str, Any]:
