@@ -125,6 +125,16 @@ def test_mutations_revert_exactly_and_cover_every_kind() -> None:
         assert mutated != source and mutation.revert(mutated) == source
 
 
+def test_preparing_one_task_builds_its_repository_alone(covered: dict[str, object]) -> None:
+    """A run prepares SWE per task (issue 49): one task's preparation builds (here: finds) its repository's venv
+    and no other repository's."""
+    task_id = sample_task_ids("edit", 1)[0]
+    lines: list[str] = []
+    assert agentgym.prepare_env("SWE-v0", report=lines.append, task_ids=[task_id])
+    ready = [line.split(":")[0] for line in lines if ": ready (" in line]
+    assert ready == [ordered("edit")[task_id].repository], lines
+
+
 @pytest.mark.parametrize("task_id", sample_task_ids("edit", 2))
 def test_unpatched_fails_and_oracle_passes(env: SWEEnv, task_id: int) -> None:
     env.reset(options={"task_id": task_id})

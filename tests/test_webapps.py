@@ -14,8 +14,11 @@ from collections.abc import Iterator
 import pytest
 from episodes import rotation, sample_everything
 
-from agentgym.environments.webapps.env import WebAppEnv, all_templates
+from agentgym.environments.webapps import SPLITS as TASK_SPLITS
+from agentgym.environments.webapps.cli import needed_sites
+from agentgym.environments.webapps.env import WebAppEnv, all_templates, chosen_templates, registry, template_at
 from agentgym.environments.webapps.tasks import Template
+from agentgym.registry import prepare_env
 
 TEMPLATES = {template.id: template for template in all_templates()}
 SPLITS = ("train", "dev", "test")
@@ -99,6 +102,18 @@ def split_cases() -> list[tuple[str, str]]:
         for index, template_id in enumerate(TEMPLATES)
         if template_id in template_sample(list(TEMPLATES))
     ]
+
+
+def test_preparing_tasks_brings_up_their_sites_alone() -> None:
+    """A run prepares WebApps per task (issue 49): the sites of the tasks' templates, no other site."""
+    templates = chosen_templates()
+    shop = next(t for t in TASK_SPLITS.ids("test") if template_at(templates, t)[0].sites == ("shop",))
+    wiki = next(t for t in TASK_SPLITS.ids("test") if template_at(templates, t)[0].sites == ("wiki",))
+    assert needed_sites({}, [shop, wiki]) == ["shop", "wiki"] and needed_sites({}, [shop, shop]) == ["shop"]
+    assert needed_sites({"sites": ["forum"]}) == ["forum"] and needed_sites({}) == sorted(registry()["sites"])
+    lines: list[str] = []
+    assert prepare_env("WebApps-v0", report=lines.append, task_ids=[shop])
+    assert [line.split(":")[0] for line in lines if " up in " in line] == ["shop"], lines
 
 
 @pytest.mark.parametrize(("template_id", "split"), split_cases())

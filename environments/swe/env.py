@@ -42,6 +42,7 @@ from __future__ import annotations
 import random
 import re
 import shlex
+from collections.abc import Sequence
 from functools import cache
 
 from agentgym.core import InvalidAction, TaskSplits, TextEnv, quote
@@ -361,14 +362,11 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def prepare(env_id: str, kwargs: dict, report) -> None:  # noqa: ANN001
-    """The family's one-time preparation: download every repository of the id's tasks and build its venv."""
-    variant = kwargs.get("variant", "edit")
-    names = (
-        sorted({task.repository for task in ordered(variant)})
-        if variant in ("edit", "rewrite")
-        else list(repositories())
-    )
-    for name in names:
+def prepare(env_id: str, kwargs: dict, report, task_ids: Sequence[int] | None = None) -> None:  # noqa: ANN001
+    """The family's preparation: download the repositories of the id's tasks (of ``task_ids`` alone, where
+    given) and build their venvs; each repository once, file-locked (:func:`prepare_repository`)."""
+    tasks = ordered(kwargs.get("variant", "edit"))
+    chosen = tasks if task_ids is None else [tasks[task_id] for task_id in task_ids]
+    for name in sorted({task.repository for task in chosen}):
         prepared = prepare_repository(repositories()[name], report)
         report(f"{name}: ready ({prepared.seconds:.1f} s)")

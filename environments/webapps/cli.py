@@ -17,10 +17,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from agentgym.environments.webapps.env import registry, site_class
+from agentgym.environments.webapps.env import chosen_templates, registry, site_class, template_at
 from agentgym.environments.webapps.postgres import Postgres
 from agentgym.environments.webapps.site import Site, SiteError, webapps_home
 
@@ -43,9 +43,20 @@ def bring_up(sites: Sequence[Site], report: Callable[[str], None]) -> None:
         report(f"{site.name}: up in {time.perf_counter() - start:.1f} s at {site.base_url(0)}/ (tenant 0)")
 
 
-def prepare(env_id: str, kwargs: Mapping[str, Any], report: Callable[[str], None]) -> None:
-    """The family's one-time preparation (``register(..., prepare=...)``): bring up the sites ``env_id`` plays on."""
-    bring_up(_sites(kwargs.get("sites") or ()), report)
+def needed_sites(kwargs: Mapping[str, Any], task_ids: Collection[int] | None = None) -> list[str]:
+    """The sites the tasks ``task_ids`` of an id made with ``kwargs`` play on (every task's where ``None``), sorted."""
+    templates = chosen_templates(kwargs.get("sites"), kwargs.get("templates"))
+    if task_ids is not None:
+        templates = tuple(template_at(templates, task_id)[0] for task_id in task_ids)
+    return sorted({name for template in templates for name in template.sites})
+
+
+def prepare(
+    env_id: str, kwargs: Mapping[str, Any], report: Callable[[str], None], task_ids: Collection[int] | None = None
+) -> None:
+    """The family's preparation (``register(..., prepare=...)``): bring up the sites ``env_id``'s tasks play on
+    (those of ``task_ids`` alone, where given)."""
+    bring_up(_sites(needed_sites(kwargs, task_ids)), report)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -125,6 +125,31 @@ def all_templates() -> tuple[Template, ...]:
     return tuple(found)
 
 
+def chosen_templates(
+    sites: Sequence[str] | None = None, templates: Sequence[str] | None = None
+) -> tuple[Template, ...]:
+    """The templates whose sites are all among ``sites`` (default: every template), only ``templates`` where given."""
+    chosen = [
+        template
+        for template in all_templates()
+        if (sites is None or set(template.sites) <= set(sites)) and (templates is None or template.id in templates)
+    ]
+    if not chosen:
+        raise ValueError(f"no template matches sites={sites!r} templates={templates!r}")
+    if templates is not None and len(chosen) != len(set(templates)):
+        unknown = sorted(set(templates) - {template.id for template in chosen})
+        raise ValueError(f"unknown templates (or not on sites {sites!r}): {unknown}")
+    return tuple(chosen)
+
+
+def template_at(templates: Sequence[Template], task_id: int) -> tuple[Template, str, int]:
+    """Task ``task_id``'s template among ``templates`` (they take turns), its split, and which of that template's
+    tasks in the split it is."""
+    split = SPLITS.split_of(task_id)
+    index = task_id - SPLITS.ids(split).start
+    return templates[index % len(templates)], split, index // len(templates)
+
+
 class WebAppEnv(BrowserEnv):
     """Tasks on one or more web apps (see the module docstring).
 
@@ -144,17 +169,7 @@ class WebAppEnv(BrowserEnv):
     ) -> None:
         super().__init__(allow_goto=True, allow_tabs=True, **kwargs)
         self.toolset = "site_tasks"  # in agentgym/browser/browser_tools.yaml
-        chosen = [
-            template
-            for template in all_templates()
-            if (sites is None or set(template.sites) <= set(sites)) and (templates is None or template.id in templates)
-        ]
-        if not chosen:
-            raise ValueError(f"no template matches sites={sites!r} templates={templates!r}")
-        if templates is not None and len(chosen) != len(set(templates)):
-            unknown = sorted(set(templates) - {template.id for template in chosen})
-            raise ValueError(f"unknown templates (or not on sites {sites!r}): {unknown}")
-        self.templates: tuple[Template, ...] = tuple(chosen)
+        self.templates: tuple[Template, ...] = chosen_templates(sites, templates)
         self.seed = seed
         self.site_names = tuple(sorted({name for template in self.templates for name in template.sites}))
         self.sites: dict[str, Site] = {}
@@ -175,10 +190,8 @@ class WebAppEnv(BrowserEnv):
 
     def task_for(self, task_id: int) -> tuple[Template, Task]:
         """Template and task of ``task_id`` (needs no running site: only the generated content)."""
-        split = self.splits.split_of(task_id)
-        index = task_id - self.splits.ids(split).start
-        template = self.templates[index % len(self.templates)]
-        rng = random.Random(f"webapps/{template.id}/{split}/{index // len(self.templates)}")
+        template, split, number = template_at(self.templates, task_id)
+        rng = random.Random(f"webapps/{template.id}/{split}/{number}")
         content = {name: self.site(name).content() for name in template.sites}
         return template, template.instantiate(content, rng, split)
 
