@@ -1,9 +1,10 @@
-"""The grounding family: tasks read from the built cache, exact boxes, unambiguous descriptions, split by page.
+"""The grounding family: tasks read from the cache, exact boxes, unambiguous descriptions, split by page.
 
-The sources (MiniWoB++ task pages, WebShop's website, the desktop's Mousepad and Gnumeric windows) are built once
-per machine (file-locked, into the agentgym cache; a cold build renders about a thousand MiniWoB++ pages and a few
-hundred WebShop pages in Chromium, and three dozen desktop windows) and shared by these tests and the contract test;
-everything here then reads them. The description
+The sources' tasks ship as task indexes; their screenshots (MiniWoB++ task pages, WebShop's website, the desktop's
+Mousepad and Gnumeric windows, the web apps' pages) are rendered once per machine (file-locked, into the agentgym
+cache; about a thousand MiniWoB++ pages and a few hundred others, which the session's background `agentgym prepare`
+starts on) and shared by these tests and the contract test; everything here then reads them, except the tests of
+screenshots rendered on first use, which render a few into a folder of their own. The description
 rules are checked on hand-made elements; a few cached pages are rendered again to check that their boxes and
 phrases are the page's own.
 """
@@ -38,6 +39,7 @@ RANDOM_TASKS = 2_000
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[gym.Env]:
+    agentgym.prepare_env(ENV_ID)  # every screenshot: the tests below read them all
     with gym.make(ENV_ID) as made:
         yield made
 
@@ -618,3 +620,58 @@ def test_desktop_oracle_always_and_random_clicks_as_often_as_the_boxes_cover_the
     spread = math.sqrt(sum(share * (1 - share) for share in shares)) / len(shares)
     print(f"Desktop: random click success {hits / clicks:.4f} on {clicks} clicks, mean box share {expected:.4f}")
     assert abs(hits / clicks - expected) <= 4 * spread + 0.002
+
+
+# ---- the shipped task index: screenshots rendered on first use -------------------------------------
+
+
+def _render_in_process(data_dir: str, task_id: int) -> int:
+    """In a process of its own: render task ``task_id``'s screenshot into ``data_dir``; how many it rendered."""
+    env = GroundingEnv(sources=[SOURCE], data_dir=data_dir)
+    return dataset.render_screens(env.data[SOURCE], [env.task_of(task_id)], lambda line: None)
+
+
+def test_a_task_renders_its_own_screenshot_on_first_use_then_reads_it(tmp_path: Path) -> None:
+    """From the shipped index, an env builds nothing: a reset renders that task's screenshot alone (the same
+    pixels as the full build's, where this machine has one), and a second env reads it from the folder."""
+    fresh = GroundingEnv(sources=[SOURCE], data_dir=tmp_path)
+    data = fresh.data[SOURCE]
+    assert "index" in data.manifest and data.tasks == dataset.load_index(SOURCE, data.folder).tasks
+    assert not (data.folder / "screens").exists()  # nothing rendered up front
+    task_id = fresh.splits.ids("test").start
+    observation, info = fresh.reset(options={"task_id": task_id})
+    rendered = sorted((data.folder / "screens").glob("*.png"))
+    assert [png.name for png in rendered] == [Path(fresh.task["screen"]).name]
+    assert dataset.fast_screen_path(rendered[0]).is_file()
+    built = dataset.load(dataset.source_folder(SOURCE), SOURCE)
+    if built is not None:  # the full build's tasks and screenshot (on this machine, the index was written from it)
+        assert built.tasks == data.tasks
+        cached = dataset.read_screen(built.folder, fresh.task["screen"])
+        assert (cached != observation["screenshot"]).any(axis=2).sum() <= 100  # see test_cached_boxes_are_the_pages_own
+    _, reward, _, _, _ = fresh.step(fresh.oracle_action())
+    assert reward == 1.0
+    again = GroundingEnv(sources=[SOURCE], data_dir=tmp_path)
+    second, _ = again.reset(options={"task_id": task_id})
+    assert np.array_equal(second["screenshot"], observation["screenshot"])
+    assert sorted((data.folder / "screens").glob("*.png")) == rendered
+
+
+def test_preparing_tasks_renders_their_screenshots_once_across_processes(tmp_path: Path) -> None:
+    """``prepare_env`` with task ids renders those tasks' screenshots only; two processes asking for the same
+    screenshot at once render it once (a file lock), the other finds it done."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    lines: list[str] = []
+    start = agentgym.env_info(ENV_ID).splits.ids("test").start
+    test_ids = [start, start + 1, start + 2]
+    assert agentgym.prepare_env(ENV_ID, {"data_dir": str(tmp_path)}, lines.append, task_ids=test_ids)
+    env = GroundingEnv(sources=SOURCES, data_dir=tmp_path)
+    screens = {env.task_of(task_id)["screen"] for task_id in test_ids}
+    assert {png.name for png in (env.data[SOURCE].folder / "screens").glob("*.png")} == {Path(s).name for s in screens}
+    assert not any((env.data[name].folder / "screens").exists() for name in SOURCES if name != SOURCE)
+    assert any("screenshots rendered" in line for line in lines)
+    other = dataset.source_splits(SOURCE).total - 1  # the last task: its screenshot is not rendered yet
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        made = list(pool.map(_render_in_process, [str(tmp_path)] * 2, [other] * 2))
+    assert sorted(made) == [0, 1]

@@ -196,9 +196,12 @@ class PageSource:
         """The ``freeze`` rules of env ``env_id``'s pages (its variant's, else the source's)."""
         return [dict(rule) for rule in self._variant(env_id)[1].get("freeze") or self.freeze]
 
-    def pages(self, env: gym.Env, task_id: int, wanted: Callable[[str], bool] = lambda group: True) -> Iterator[Page]:
+    def pages(
+        self, env: gym.Env, task_id: int, wanted: Callable[[str], bool] = lambda group: True, step: int | None = None
+    ) -> Iterator[Page]:
         """The pages of task ``task_id``'s episode: the first one, then one after each oracle step; a page
-        whose group ``wanted`` refuses is not captured (see :class:`Page`)."""
+        whose group ``wanted`` refuses is not captured (see :class:`Page`). With ``step``, only the page
+        after that many oracle steps is read (the steps before it are played, not read)."""
         env_id = env.source_id if isinstance(env, SourceEnv) else env.spec.id
         env.reset(seed=task_id, options={"task_id": task_id})
         views = self.views_of(env_id)
@@ -208,12 +211,22 @@ class PageSource:
                 raise RuntimeError(
                     f"grounding source {self.name}: view action {action!r} of {env_id} task {task_id} failed"
                 )
-        yield self.read(env, f"{env_id}/{task_id}/0", wanted)
-        for step in range(1, self.oracle_steps + 1):
+        if step in (None, 0):
+            yield self.read(env, f"{env_id}/{task_id}/0", wanted)
+        for played in range(1, (self.oracle_steps if step is None else step) + 1):
             _, _, terminated, truncated, info = env.step(env.unwrapped.oracle_action())
             if terminated or truncated or info.get("invalid_action"):
                 return
-            yield self.read(env, f"{env_id}/{task_id}/{step}", wanted)
+            if step in (None, played):
+                yield self.read(env, f"{env_id}/{task_id}/{played}", wanted)
+
+    def page(self, env: gym.Env, key: str) -> Page:
+        """Page ``key`` (``env_id/task_id/step``, as :meth:`pages` names it) read again in ``env`` (made by
+        :meth:`make` for that env id): what a screenshot rendered on first use shows."""
+        _, task_id, step = key.rsplit("/", 2)
+        for page in self.pages(env, int(task_id), step=int(step)):
+            return page
+        raise RuntimeError(f"grounding source {self.name}: page {key} could not be reached (its episode ended)")
 
     def read(self, env: gym.Env, key: str, wanted: Callable[[str], bool] = lambda group: True) -> Page:
         """The page ``env`` shows now: its group, then, if ``wanted(group)``, its screenshot and elements."""

@@ -17,6 +17,16 @@ Paths inside are relative, so a folder can be copied to another machine (point `
 or ``data_dir=`` at the copy). :func:`load_or_build` builds a missing folder under a file lock (one
 process builds, the others wait and read it); a folder is written aside and renamed into place.
 
+**The task index, and screenshots on first use.** A build's ``tasks.jsonl`` is shipped in the package
+(``tasks/<folder name>.jsonl.gz``, :func:`write_index`; the folder's name carries the digest, so an index
+stands only for the spec it was built from). Where a source has one, :func:`load_or_build` builds nothing:
+the tasks come from the index and each screenshot is rendered when a task of it is first used
+(:func:`screen_of`, or :func:`render_screens` for many at once: the preparation of the tasks a run plays),
+into the same folder, one process per screenshot (a file lock), written aside and renamed into place. The page
+is played again from its key (env id, task id, oracle steps) and read: every task of the screenshot must
+find its phrase and box among the page's descriptions, or the render fails rather than show a page the
+tasks do not describe. Without an index (a spec changed), the source is built in full as above.
+
 How a source is built: its env ids are taken in turn, a few task ids each round (:data:`BATCH`);
 each page's group falls in a split by a stable hash (``TaskSplits.bucket``, in proportion to the
 split counts), and up to ``tasks_per_page`` of its descriptions (:func:`~.describe.pick`: the kinds in
@@ -34,13 +44,15 @@ pages so far fell in full splits is dropped before its next round is rendered, n
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
 import random
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -51,7 +63,7 @@ import yaml
 
 from agentgym.core import SPLIT_NAMES, TaskSplits
 from agentgym.retrieval import cache_root
-from agentgym.utils.files import build_once, written_aside
+from agentgym.utils.files import build_once, file_lock, written_aside
 
 #: Bumped when what a build writes changes (every source folder's name then changes).
 DATA_VERSION = 1
@@ -63,6 +75,8 @@ MAX_ROUNDS = 500
 #: Environment variable: how many envs a build renders at once (default :func:`build_workers`).
 WORKERS_VARIABLE = "AGENTGYM_GROUNDING_WORKERS"
 _SOURCES_FILE = Path(__file__).with_name("sources.yaml")
+#: The shipped task indexes (:func:`write_index`).
+INDEX_DIR = Path(__file__).with_name("tasks")
 #: The suffix of a screenshot's fast copy (raw RGB rows, zlib level 1): what ``reset`` reads.
 FAST_SUFFIX = ".rgb.z"
 
@@ -129,12 +143,128 @@ def load(folder: Path, name: str) -> SourceData | None:
 
 
 def load_or_build(name: str, data_dir: str | Path | None = None, report: Callable[[str], None] = print) -> SourceData:
-    """Source ``name``'s tasks, built into its folder first if they are not there (file-locked); screenshots
-    without their fast copy get one (:func:`write_fast_screens`)."""
+    """Source ``name``'s tasks: from its built folder, else from its shipped index (screenshots rendered on first
+    use), else built into its folder first (file-locked); a built folder's screenshots without their fast copy get
+    one (:func:`write_fast_screens`)."""
     folder = source_folder(name, data_dir)
-    data = build_once(folder, lambda path: load(path, name), lambda path: build(name, path, report))
+    built = load(folder, name)
+    if built is None:
+        indexed = load_index(name, folder)
+        if indexed is not None:
+            return indexed
+    data = built or build_once(folder, lambda path: load(path, name), lambda path: build(name, path, report))
     write_fast_screens(data)
     return data
+
+
+def index_path(name: str) -> Path:
+    """Where source ``name``'s shipped task index lives (named after its folder, so after its spec's digest)."""
+    return INDEX_DIR / f"{source_folder(name).name}.jsonl.gz"
+
+
+def load_index(name: str, folder: Path) -> SourceData | None:
+    """Source ``name``'s tasks from its shipped index, their screenshots to be rendered in ``folder``; ``None``
+    without an index for the source's current spec."""
+    path = index_path(name)
+    if not path.is_file():
+        return None
+    tasks: dict[str, list[dict[str, Any]]] = {split: [] for split in SPLIT_NAMES}
+    for line in gzip.decompress(path.read_bytes()).splitlines():
+        task = json.loads(line)
+        tasks[task["split"]].append(task)
+    counts = {split: len(found) for split, found in tasks.items()}
+    if counts != source_splits(name).counts():
+        raise RuntimeError(f"{path} holds {counts} tasks, sources.yaml says {source_splits(name).counts()}")
+    return SourceData(name, folder, tasks, {"source": name, "tasks": counts, "index": str(path)})
+
+
+def write_index(data: SourceData) -> Path:
+    """Write the shipped task index of a source built in full (its ``tasks.jsonl``, gzipped, reproducibly)."""
+    path = index_path(data.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = "".join(json.dumps(task) + "\n" for split in SPLIT_NAMES for task in data.tasks[split])
+    path.write_bytes(gzip.compress(lines.encode(), compresslevel=9, mtime=0))
+    return path
+
+
+def screen_of(data: SourceData, task: dict[str, Any]) -> np.ndarray:
+    """The screenshot of ``task`` (one of ``data``'s), rendered into the folder first if it is not there."""
+    if not (data.folder / task["screen"]).is_file():
+        render_screens(data, [task])
+    return read_screen(data.folder, task["screen"])
+
+
+def render_screens(
+    data: SourceData, tasks: Sequence[dict[str, Any]], report: Callable[[str], None] = print, workers: int = 1
+) -> int:
+    """Render the screenshots of ``tasks`` that ``data``'s folder lacks (see the module docstring), the pages of
+    one env id in one env, ``workers`` env ids at once; returns how many were rendered here."""
+    by_env: dict[str, dict[str, dict[str, Any]]] = {}
+    for task in tasks:
+        if not (data.folder / task["screen"]).is_file():
+            by_env.setdefault(task["page"].rsplit("/", 2)[0], {}).setdefault(task["screen"], task)
+    if not by_env:
+        return 0
+    on_screen: dict[str, list[dict[str, Any]]] = {}
+    for task in (task for split in SPLIT_NAMES for task in data.tasks[split]):
+        on_screen.setdefault(task["screen"], []).append(task)
+    (data.folder / "screens").mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    report(f"grounding {data.name}: rendering {sum(map(len, by_env.values()))} screenshots of {len(by_env)} envs")
+
+    def render(env_id: str, screens: dict[str, dict[str, Any]]) -> int:
+        from agentgym.environments.grounding.capture import PageSource
+
+        source, made, env = PageSource(data.name, source_spec(data.name)), 0, None
+        try:
+            for screen, task in screens.items():
+                with file_lock(data.folder / f"{screen}.lock"):
+                    if (data.folder / screen).is_file():  # another process rendered it meanwhile
+                        continue
+                    env = env or source.make(env_id)
+                    pixels = checked_pixels(source.page(env, task["page"]), on_screen[screen])
+                    write_screen(data.folder / screen, pixels)
+                    made += 1
+        finally:
+            if env is not None:
+                env.close()
+        return made
+
+    with ThreadPoolExecutor(max(1, workers), thread_name_prefix="grounding-render") as pool:
+        made = sum(pool.map(lambda job: render(*job), by_env.items()))
+    report(f"grounding {data.name}: {made} screenshots rendered in {time.perf_counter() - started:.1f} s")
+    return made
+
+
+def checked_pixels(page: Any, tasks: Sequence[dict[str, Any]]) -> np.ndarray:
+    """``page``'s screenshot, once every task of it is found among the page's descriptions (its phrase, its box
+    within a pixel): else ``RuntimeError``, since the page no longer looks as the tasks say."""
+    from agentgym.environments.grounding.describe import describe
+
+    width, height = screen_size()
+    if page.pixels is None or page.pixels.shape != (height, width, 3):
+        raise RuntimeError(f"{page.key}: no screenshot of {width} x {height} pixels")
+    found = [(f"Click {d.phrase}.", d.element.box) for d in describe(page.elements, width, height)]
+    for task in tasks:
+        if not any(
+            instruction == task["instruction"] and all(abs(a - b) <= 1 for a, b in zip(box, task["box"], strict=True))
+            for instruction, box in found
+        ):
+            raise RuntimeError(
+                f"grounding: page {page.key} rendered here does not show {task['instruction']!r} at {task['box']} "
+                "as its task index says (other fonts or a changed page?); its screenshot is not written"
+            )
+    return page.pixels
+
+
+def write_screen(png: Path, pixels: np.ndarray) -> None:
+    """Write a screenshot and its fast copy, each atomically (the PNG last: its presence says both are there)."""
+    from PIL import Image
+
+    write_fast_screen(png, pixels)
+    partial = png.with_name(f".{png.stem}.{os.getpid()}.png")
+    Image.fromarray(pixels).save(partial, compress_level=6)
+    os.replace(partial, png)
 
 
 def build_workers() -> int:

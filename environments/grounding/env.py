@@ -4,7 +4,8 @@ Each task is one step. The first observation is ``{"text", "screenshot"}``: the 
 instruction (``Click the "Submit" button.``), the action syntax and the screenshot's size; the
 screenshot (uint8, height x width x 3) is a page of an env agentgym already runs (MiniWoB++ task
 pages, WebShop's website along the oracle's episodes, Desktop-v0's Mousepad and Gnumeric windows with
-their menus and dialogs), rendered and cached when the source was built (:mod:`.dataset`), not per reset.
+their menus and dialogs), rendered once, when a task of it is first used or prepared, then read from the cache
+(:mod:`.dataset`).
 
 Action: ``click(x, y)``, x and y pixels of the screenshot from its top-left corner (numbers; a
 fraction is allowed), as text or as a call of the ``click`` function tool. Anything else, or a
@@ -32,6 +33,7 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,8 +43,10 @@ from gymnasium import spaces
 from agentgym.core import SPLIT_NAMES, InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.environments.grounding.dataset import (
     SourceData,
+    build_workers,
     load_or_build,
-    read_screen,
+    render_screens,
+    screen_of,
     screen_size,
     source_splits,
 )
@@ -96,8 +100,7 @@ class GroundingEnv(TextEnv):
         #: Each source's tasks, loaded from its folder (built there first if missing).
         self.data: dict[str, SourceData] = {name: load_or_build(name, data_dir) for name in self.sources}
         self._tasks = {
-            split: [(data.folder, task) for data in self.data.values() for task in data.tasks[split]]
-            for split in SPLIT_NAMES
+            split: [(data, task) for data in self.data.values() for task in data.tasks[split]] for split in SPLIT_NAMES
         }
         self.observation_space = spaces.Dict(
             {
@@ -114,15 +117,18 @@ class GroundingEnv(TextEnv):
 
     def task_of(self, task_id: int) -> dict[str, Any]:
         """Task ``task_id`` as stored (``instruction``, ``box``, ``kind``, ``page``, ``screen``, ...)."""
+        return self.source_task(task_id)[1]
+
+    def source_task(self, task_id: int) -> tuple[SourceData, dict[str, Any]]:
+        """Task ``task_id``'s source and the task as stored."""
         split = self.splits.split_of(task_id)
-        return self._tasks[split][task_id - self.splits.ids(split).start][1]
+        return self._tasks[split][task_id - self.splits.ids(split).start]
 
     def _generate(self, task_id: int) -> str:
-        split = self.splits.split_of(task_id)
-        folder, self.task = self._tasks[split][task_id - self.splits.ids(split).start]
-        key = (folder, self.task["screen"])
+        data, self.task = self.source_task(task_id)
+        key = (data.folder, self.task["screen"])
         if key != self._screen_key:  # a screenshot holds several tasks in a row: read it once
-            self._pixels = read_screen(folder, self.task["screen"], (self.width, self.height))
+            self._pixels = screen_of(data, self.task)
             self._pixels.setflags(write=False)
             self._screen_key = key
         self.hit = None
@@ -182,8 +188,18 @@ class GroundingEnv(TextEnv):
         return info
 
 
-def prepare(env_id: str, kwargs: dict[str, Any], report: Any) -> None:
-    """Build the id's sources into the cache (or ``data_dir``) if they are not there (file-locked)."""
-    for name in kwargs.get("sources", ("MiniWoB",)):
-        data = load_or_build(name, kwargs.get("data_dir"), report)
-        report(f"grounding {name}: {sum(data.manifest['tasks'].values())} tasks ready in {data.folder}")
+def prepare(env_id: str, kwargs: dict[str, Any], report: Any, task_ids: Sequence[int] | None = None) -> None:
+    """Render the screenshots of the id's tasks (of ``task_ids`` alone, where given) that the cache (or ``data_dir``)
+    lacks, from the sources' task indexes (a source without one is built in full); file-locked."""
+    sources = tuple(kwargs.get("sources", ("MiniWoB",)))
+    for name in sources:  # a source without an index is built here, reporting its progress
+        load_or_build(name, kwargs.get("data_dir"), report)
+    env = GroundingEnv(sources, data_dir=kwargs.get("data_dir"))
+    wanted: dict[str, list[dict[str, Any]]] = {name: [] for name in env.sources}
+    for task_id in range(env.splits.total) if task_ids is None else task_ids:
+        data, task = env.source_task(task_id)
+        wanted[data.name].append(task)
+    for name, tasks in wanted.items():
+        if tasks:
+            render_screens(env.data[name], tasks, report, build_workers())
+            report(f"grounding {name}: {len(tasks)} tasks ready in {env.data[name].folder}")
