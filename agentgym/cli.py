@@ -365,12 +365,16 @@ def _serve_model(args: argparse.Namespace) -> int:
         args.port,
         device=args.device,
         dtype=args.dtype,
+        quantize=args.quantize,
         model_name=args.served_model_name,
         max_batch_size=args.max_batch_size,
         batch_wait_ms=args.batch_wait_ms,
         log_level=args.log_level,
         api_keys=keys_from_args(args),
         allow_unauthenticated=args.allow_unauthenticated,
+        # Left out when not given: serve()'s defaults hold (0 turns the limit or the cache off).
+        **({} if args.max_batch_tokens is None else {"max_batch_tokens": args.max_batch_tokens or None}),
+        **({} if args.prefix_cache_tokens is None else {"prefix_cache_tokens": args.prefix_cache_tokens}),
     )
     return 0
 
@@ -386,7 +390,12 @@ def _policy_options(args: argparse.Namespace, backend: str) -> dict[str, object]
             "concurrency": args.concurrency,
         }
     elif backend == "hf":
-        options = {"temperature": args.temperature, "top_p": args.top_p, "max_new_tokens": args.max_tokens}
+        options = {
+            "temperature": args.temperature,
+            "top_p": args.top_p,
+            "max_new_tokens": args.max_tokens,
+            "quantize": getattr(args, "quantize", None),
+        }
     else:
         return {}
     return {key: value for key, value in options.items() if value is not None}
@@ -503,6 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--temperature", type=float, help="sampling temperature (LLM policies)")
     evaluate.add_argument("--top-p", type=float, help="nucleus sampling (LLM policies)")
     evaluate.add_argument("--max-tokens", type=int, help="reply length limit (LLM policies)")
+    evaluate.add_argument("--quantize", choices=("int8",), help="int8 weights for an hf: model on CPU (faster)")
     evaluate.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
     evaluate.set_defaults(run=_eval)
@@ -578,7 +588,9 @@ def build_parser() -> argparse.ArgumentParser:
     # `main` hands `train`'s arguments to agentgym.train.cli (imported only then: it needs torch).
     commands.add_parser("train", help="train a policy (SFT, GRPO, PPO, GiGPO); `train data`: SFT data", add_help=False)
     # `main` hands `fingerprint`'s arguments to agentgym.evaluation.fingerprint.
-    commands.add_parser("fingerprint", help="task-set fingerprints of env ids: compute, --check or --write", add_help=False)
+    commands.add_parser(
+        "fingerprint", help="task-set fingerprints of env ids: compute, --check or --write", add_help=False
+    )
     # `main` hands `mcp`'s arguments to agentgym.integrations.mcp (imported only then: it needs the mcp SDK).
     commands.add_parser("mcp", help="serve an env to MCP clients (stdio or streamable HTTP)", add_help=False)
 
@@ -599,6 +611,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve_model.add_argument("--max-batch-size", type=int, default=32, help="requests decoded together")
     serve_model.add_argument("--batch-wait-ms", type=float, default=5.0, help="wait for more requests to batch")
+    serve_model.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        help="most prompt tokens (rows x longest prompt) in one forward pass; a bigger batch runs in parts "
+        "(default 32768; 0: no limit)",
+    )
+    serve_model.add_argument(
+        "--prefix-cache-tokens",
+        type=int,
+        help="keys and values of this many recent tokens kept to reuse for prompts that start alike "
+        "(default 32768; 0: off)",
+    )
+    serve_model.add_argument(
+        "--quantize", choices=("int8",), help="int8 weights on CPU: 2-3x faster, replies may differ (see docs)"
+    )
     serve_model.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     add_key_arguments(serve_model)
     serve_model.set_defaults(run=_serve_model)

@@ -68,6 +68,7 @@ def test_chat_completion(server: tuple[str, Batcher], generator: Generator) -> N
         "prompt_tokens": expected.prompt_tokens,
         "completion_tokens": 6,
         "total_tokens": expected.prompt_tokens + 6,
+        "prompt_tokens_details": {"cached_tokens": 0},
     }
     # max_completion_tokens wins over max_tokens; no logprobs unless asked.
     reply = post(server, "/v1/chat/completions", body | {"max_completion_tokens": 3, "logprobs": False}).json()
@@ -107,6 +108,7 @@ def test_completion(server: tuple[str, Batcher], generator: Generator) -> None:
             "prompt_tokens": expected.prompt_tokens,
             "completion_tokens": 8,
             "total_tokens": expected.prompt_tokens + 8,
+            "prompt_tokens_details": {"cached_tokens": 0},
         }
     stop = expected.text[3:5]
     reply = post(server, "/v1/completions", {"prompt": prompt, "temperature": 0, "max_tokens": 8, "stop": stop}).json()

@@ -65,7 +65,17 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from agentgym.llm.generation import Batcher, Completion, Generator, Request, RequestError, SamplingParams
+from agentgym.llm.generation import (
+    DEFAULT_MAX_BATCH_TOKENS,
+    DEFAULT_PREFIX_CACHE_TOKENS,
+    Batcher,
+    Completion,
+    Generator,
+    Quantization,
+    Request,
+    RequestError,
+    SamplingParams,
+)
 from agentgym.llm.models import resolve_model
 from agentgym.llm.vision import VisionGenerator, VisionPrompt, load_generator
 from agentgym.serving.auth import ApiKeys, Guard, Refusal, check_exposure
@@ -92,7 +102,8 @@ class ServedGenerator(Generator):
         model = generator.model if model is None else model
         if isinstance(generator, VisionGenerator):
             return ServedVisionGenerator(model, generator.processor)
-        return cls(model, generator.tokenizer)
+        cache = generator.prefix_cache
+        return cls(model, generator.tokenizer, prefix_cache_tokens=cache.max_tokens if cache is not None else 0)
 
     def encode(self, request: Request) -> list[int]:
         if not isinstance(request.prompt, TokenPrompt):
@@ -297,15 +308,16 @@ def create_app(
     max_batch_size: int = 32,
     batch_wait_ms: float = 5.0,
     api_keys: Sequence[str] = (),
+    max_batch_tokens: int | None = DEFAULT_MAX_BATCH_TOKENS,
 ) -> FastAPI:
     """The server app for ``generator``, answering to the model name ``model_name``; with ``api_keys``, every
-    route but ``/health`` needs one (:class:`~agentgym.serving.auth.Guard`).
+    route but ``/health`` needs one (:class:`~agentgym.serving.auth.Guard`). Batching: see :class:`Batcher`.
 
     The app's ``state.batcher`` batches the base model's requests, ``state.adapters`` maps
     each loaded LoRA adapter's name to its batcher; they stop when the app shuts down.
     """
     served = ServedGenerator.serving(generator)
-    batcher = Batcher(served, max_batch_size, batch_wait_ms)
+    batcher = Batcher(served, max_batch_size, batch_wait_ms, max_batch_tokens)
     adapters: dict[str, Batcher] = {}
     created = int(time.time())
 
@@ -469,7 +481,9 @@ def create_app(
             merged = await asyncio.to_thread(_merge_adapter, generator, body.lora_path)
         except (OSError, ValueError) as error:
             raise APIError(400, f"cannot load the LoRA adapter at {body.lora_path}: {error}", "lora_path") from error
-        adapters[body.lora_name] = Batcher(ServedGenerator.serving(generator, merged), max_batch_size, batch_wait_ms)
+        adapters[body.lora_name] = Batcher(
+            ServedGenerator.serving(generator, merged), max_batch_size, batch_wait_ms, max_batch_tokens
+        )
         return Response(f"Success: LoRA adapter '{body.lora_name}' added successfully.", media_type="text/plain")
 
     @app.post("/v1/unload_lora_adapter")
@@ -496,9 +510,12 @@ def serve(
     *,
     device: str = "auto",
     dtype: str | torch.dtype | None = None,
+    quantize: Quantization | None = None,
     model_name: str | None = None,
     max_batch_size: int = 32,
     batch_wait_ms: float = 5.0,
+    max_batch_tokens: int | None = DEFAULT_MAX_BATCH_TOKENS,
+    prefix_cache_tokens: int = DEFAULT_PREFIX_CACHE_TOKENS,
     log_level: str = "info",
     api_keys: Sequence[str] = (),
     allow_unauthenticated: bool = False,
@@ -507,8 +524,10 @@ def serve(
     it until interrupted.
 
     ``model_name`` (default: the folder's name, the GGUF file's stem or the packaged model's name) is the
-    ``model`` that requests name. ``api_keys``: see :func:`create_app`; without one, a ``host`` beyond loopback is
-    refused (``ValueError``) unless ``allow_unauthenticated`` (:func:`~agentgym.serving.auth.check_exposure`).
+    ``model`` that requests name. ``quantize`` and ``prefix_cache_tokens``: see ``Generator.from_pretrained``;
+    ``max_batch_tokens``: see :class:`Batcher`. ``api_keys``: see :func:`create_app`; without one, a ``host``
+    beyond loopback is refused (``ValueError``) unless ``allow_unauthenticated``
+    (:func:`~agentgym.serving.auth.check_exposure`).
     """
     warning = check_exposure(
         host, api_keys, allow_unauthenticated, exposes="use the model (its compute, its LoRA routes)"
@@ -516,8 +535,8 @@ def serve(
     if warning:
         print(f"agentgym serve-model: {warning}", file=sys.stderr, flush=True)
     source = resolve_model(path)
-    generator = load_generator(source.folder, device=device, dtype=dtype)
-    app = create_app(generator, model_name or source.name, max_batch_size, batch_wait_ms, api_keys)
+    generator = load_generator(source.folder, device, dtype, quantize, prefix_cache_tokens)
+    app = create_app(generator, model_name or source.name, max_batch_size, batch_wait_ms, api_keys, max_batch_tokens)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
@@ -551,13 +570,15 @@ def _chat_stream(response: dict[str, Any], include_usage: bool) -> StreamingResp
     return StreamingResponse(iter([events]), media_type="text/event-stream")
 
 
-def _usage(results: list[Completion]) -> dict[str, int]:
+def _usage(results: list[Completion]) -> dict[str, Any]:
     prompt_tokens = sum(result.prompt_tokens for result in results)
     completion_tokens = sum(result.completion_tokens for result in results)
     return {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
+        # As OpenAI's API and vLLM report them: the prompt tokens served from the prefix cache.
+        "prompt_tokens_details": {"cached_tokens": sum(result.cached_tokens for result in results)},
     }
 
 

@@ -32,6 +32,7 @@ from transformers import AutoModelForImageTextToText, AutoProcessor, AutoTokeniz
 from agentgym.llm.generation import (
     Completion,
     Generator,
+    Quantization,
     Request,
     RequestError,
     SamplingParams,
@@ -55,11 +56,20 @@ def is_vision_model(path: str | Path) -> bool:
     return config.is_file() and "vision_config" in json.loads(config.read_text(encoding="utf-8"))
 
 
-def load_generator(path: str | Path, device: str = "auto", dtype: str | torch.dtype | None = None) -> Generator:
-    """A :class:`VisionGenerator` for a VLM folder, else a text ``Generator`` (see ``Generator.from_pretrained``)."""
+def load_generator(
+    path: str | Path,
+    device: str = "auto",
+    dtype: str | torch.dtype | None = None,
+    quantize: Quantization | None = None,
+    prefix_cache_tokens: int = 0,
+) -> Generator:
+    """A :class:`VisionGenerator` for a VLM folder, else a text ``Generator`` (see ``Generator.from_pretrained``;
+    ``quantize`` and the prefix cache are for text models: a VLM's prompts carry images the cache cannot key)."""
     if is_vision_model(path):
+        if quantize is not None:
+            raise ValueError(f"quantize={quantize!r} is for text models; {path} is a vision-language model")
         return VisionGenerator.from_pretrained(path, device, dtype)
-    return Generator.from_pretrained(path, device, dtype)
+    return Generator.from_pretrained(path, device, dtype, quantize, prefix_cache_tokens)
 
 
 class VisionPrompt(list):

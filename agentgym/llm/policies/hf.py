@@ -23,7 +23,15 @@ from typing import Any
 
 import torch
 
-from agentgym.llm.generation import DEFAULT_MAX_BATCH_TOKENS, Batcher, ContextLengthError, Request, SamplingParams
+from agentgym.llm.generation import (
+    DEFAULT_MAX_BATCH_TOKENS,
+    DEFAULT_PREFIX_CACHE_TOKENS,
+    Batcher,
+    ContextLengthError,
+    Quantization,
+    Request,
+    SamplingParams,
+)
 from agentgym.llm.models import resolve_model
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply, drop_oldest_turns, droppable_turns
 from agentgym.llm.vision import VisionGenerator, load_generator
@@ -33,10 +41,12 @@ class HFPolicy(Policy):
     """Replies with a causal LM, or a vision-language model, loaded from ``path``: a local folder, a GGUF file
     or a packaged model's name such as ``smollm2`` (:func:`agentgym.llm.models.resolve_model`).
 
-    ``device`` and ``dtype`` are as in ``Generator.from_pretrained``. Up to
+    ``device``, ``dtype`` and ``quantize`` are as in ``Generator.from_pretrained``. Up to
     ``max_batch_size`` concurrent calls share a batch (split where its prompts pad to more than
     ``max_batch_tokens``); the batcher waits at most ``batch_wait_ms`` after the first for more.
-    ``temperature`` 0 (the default, as for ``OpenAIPolicy``) is greedy decoding.
+    The keys and values of the last ``prefix_cache_tokens`` tokens are kept, so that a turn's prompt runs only
+    what follows the previous turn's (0: no prefix cache). ``temperature`` 0 (the default, as for
+    ``OpenAIPolicy``) is greedy decoding.
     """
 
     def __init__(
@@ -45,6 +55,8 @@ class HFPolicy(Policy):
         *,
         device: str = "auto",
         dtype: str | torch.dtype | None = None,
+        quantize: Quantization | None = None,
+        prefix_cache_tokens: int = DEFAULT_PREFIX_CACHE_TOKENS,
         max_batch_size: int = 32,
         batch_wait_ms: float = 5.0,
         max_batch_tokens: int | None = DEFAULT_MAX_BATCH_TOKENS,
@@ -58,7 +70,8 @@ class HFPolicy(Policy):
         self.params = SamplingParams(
             temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, stop=tuple(stop)
         )
-        generator = load_generator(source.folder, device, dtype)
+        generator = load_generator(source.folder, device, dtype, quantize, prefix_cache_tokens)
+        self.quantize = quantize
         self.batcher = Batcher(generator, max_batch_size, batch_wait_ms, max_batch_tokens)
 
     async def act(self, messages: list[Message], episode: Episode) -> Reply:
@@ -115,6 +128,10 @@ class HFPolicy(Policy):
             "vision": isinstance(self.batcher.generator, VisionGenerator),
             "device": str(model.device),
             "dtype": str(model.dtype).removeprefix("torch."),
+            "quantize": self.quantize,
+            "prefix_cache_tokens": cache.max_tokens
+            if (cache := self.batcher.generator.prefix_cache) is not None
+            else 0,
             "max_batch_size": self.batcher.max_batch_size,
             "batch_wait_ms": self.batcher.batch_wait_ms,
             "max_batch_tokens": self.batcher.max_batch_tokens,
