@@ -20,7 +20,8 @@ from agentgym.environments.webshop.data import Goal, Product, Review
 from agentgym.environments.webshop.engine import Shop, goal_splits, load_shop
 from agentgym.environments.webshop.env import WebShopEnv
 from agentgym.environments.webshop.reward import get_reward, normalize_color, title_nouns, token_set_ratio
-from agentgym.environments.webshop.search import SearchIndex, _top_k, index_directory, shared_index, tokenize
+from agentgym.environments.webshop.search import SearchIndex, index_directory, shared_index, tokenize
+from agentgym.retrieval.bm25 import top_k
 
 # ---- a small hand-made catalog implementing the Catalog protocol --------------------------
 
@@ -369,7 +370,7 @@ def test_top_k_selection() -> None:
     ]:
         positive = np.flatnonzero(scores > 0)
         expected = positive[np.lexsort((positive, -scores[positive]))][:50]
-        assert _top_k(scores, 50).tolist() == expected.tolist()
+        assert top_k(scores, 50).tolist() == expected.tolist()
 
 
 def test_search_returns_50_results_10_per_page(env: WebShopEnv) -> None:

@@ -51,6 +51,7 @@ from typing import Any, ClassVar
 
 from agentgym.core import observation_text
 from agentgym.integrations._session import make_env, reset_options
+from agentgym.llm.vision import message_image_urls
 from agentgym.registry import env_info
 from agentgym.train.rollout import ChatTokens, EpisodeSlot, Sample, Trajectory, VisionChatTokens, play_episodes
 from agentgym.wrappers.chat import (
@@ -146,26 +147,16 @@ def task_dataset(
             raise ValueError("a text-mode dataset needs the AgentGymRollout that will play it (rollout=...)")
         prompts = [rollout.register(task, task_seed) for task, task_seed in zip(ids, seeds)]
     columns: dict[str, list[Any]] = {"prompt": prompts}
-    if any(_image_urls(prompt) for prompt in prompts):
+    if any(message_image_urls(prompt) for prompt in prompts):
         columns["image"] = [_first_image(prompt) for prompt in prompts]
         columns["prompt"] = [_text_messages(prompt) for prompt in prompts]
     columns |= {"env_id": [env_id] * len(ids), "task_id": ids, "seed": seeds}
     return Dataset.from_dict(columns)
 
 
-def _image_urls(messages: list[Message]) -> list[str]:
-    return [
-        image_url(part)
-        for message in messages
-        if isinstance(message["content"], list)
-        for part in message["content"]
-        if is_image_part(part)
-    ]
-
-
 def _first_image(messages: list[Message]) -> Any:
     """The prompt's one screenshot (PIL); a clear error for a prompt with several."""
-    urls = _image_urls(messages)
+    urls = message_image_urls(messages)
     if len(urls) > 1:
         raise ValueError(f"a TRL prompt takes the image column's images only before its first turn; it has {len(urls)}")
     return decode_image(urls[0]) if urls else None
@@ -366,7 +357,7 @@ def _prompt_key(messages: list[Message]) -> str:
     """A prompt's identity: its roles, texts and images' pixels (TRL hands a prompt back with its
     images as PIL parts; agentgym made it with data URLs). Visual puzzles' texts hide the map."""
     parts = [[message["role"], content_text(message["content"])] for message in messages]
-    images = _prompt_images(messages) + [decode_image(url) for url in _image_urls(messages)]
+    images = _prompt_images(messages) + [decode_image(url) for url in message_image_urls(messages)]
     return json.dumps([parts, [_pixel_digest(image) for image in images]], ensure_ascii=False)
 
 

@@ -13,7 +13,6 @@ user names (:func:`shared_dense_index`, cached and shared the same way).
 from agentgym.retrieval.bm25 import (
     BM25Index,
     Hit,
-    cache_root,
     file_lock,
     load_or_build_index,
     shared_index,
@@ -27,7 +26,6 @@ __all__ = [
     "DenseIndex",
     "Encoder",
     "Hit",
-    "cache_root",
     "file_lock",
     "load_or_build_index",
     "shared_dense_index",

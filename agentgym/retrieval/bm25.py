@@ -47,12 +47,12 @@ from agentgym.utils.files import build_once, cache_root, file_lock, written_asid
 __all__ = [
     "BM25Index",
     "Hit",
-    "cache_root",
     "file_lock",
     "index_directory",
     "load_or_build_index",
     "shared_index",
     "tokenize",
+    "top_k",
     "write_index",
 ]
 
@@ -210,12 +210,12 @@ class BM25Index:
                 scores = np.zeros(self.num_docs, dtype=np.float32)
                 for postings in lists:
                     np.add.at(scores, postings.docs, postings.scaled(postings.weights))
-                best = _top_k(scores, k)
+                best = top_k(scores, k)
                 return [Hit(int(doc), float(scores[doc])) for doc in best]
             lists_to_union = essential
         candidates = _union(lists_to_union)
         scores = _score(candidates, lists)
-        best = _top_k(scores, k)
+        best = top_k(scores, k)
         return [Hit(int(candidates[position]), float(scores[position])) for position in best]
 
 
@@ -271,7 +271,7 @@ def _score(docs: np.ndarray, lists: list[_Postings]) -> np.ndarray:
     return scores
 
 
-def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` largest positive ``scores``, largest first, ties by position.
 
     Robust to many equal scores (which slow ``np.argpartition`` down a lot): a threshold
@@ -289,10 +289,10 @@ def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
         threshold = sample[rank]
         if threshold <= 0:  # few positive scores: keep only those (fewer than n, as this one is not)
             positives = np.flatnonzero(scores > 0)
-            return positives[_top_k(scores[positives], k)]
+            return positives[top_k(scores[positives], k)]
         above = np.flatnonzero(scores > threshold)  # fewer than n: the sampled one is not above
         if len(above) >= k:
-            return above[_top_k(scores[above], k)]
+            return above[top_k(scores[above], k)]
         equal = np.flatnonzero(scores == threshold)
         if len(above) + len(equal) >= k:
             candidates = np.concatenate([above, equal[: k - len(above)]])

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from agentgym.retrieval.bm25 import Hit, cache_root
-from agentgym.utils.files import build_once, written_aside
+from agentgym.retrieval.bm25 import Hit
+from agentgym.utils.files import build_once, cache_root, written_aside
 
 #: Bumped when the files' format changes.
 DENSE_VERSION = 1

@@ -62,8 +62,7 @@ import numpy as np
 import yaml
 
 from agentgym.core import SPLIT_NAMES, TaskSplits
-from agentgym.retrieval import cache_root
-from agentgym.utils.files import build_once, file_lock, written_aside
+from agentgym.utils.files import build_once, cache_root, file_lock, written_aside
 
 #: Bumped when what a build writes changes (every source folder's name then changes).
 DATA_VERSION = 1

@@ -35,7 +35,8 @@ import numpy as np
 
 from agentgym.core import TaskSplits
 from agentgym.environments.search.engine import Retriever, SearchToolsEnv
-from agentgym.retrieval import cache_root, shared_dense_index, shared_index
+from agentgym.retrieval import shared_dense_index, shared_index
+from agentgym.utils.files import cache_root
 
 USAGE = (
     "CorpusSearchEnv plays over your own files, in Search-R1's formats: pass corpus='path/to/wiki-18.jsonl' "

@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 
 from agentgym.sandbox import WORK
-from agentgym.utils.files import build_once
+from agentgym.utils.files import build_once, cache_root
 
 HERE = Path(__file__).parent
 #: Where a repository's venv appears inside the sandbox.
@@ -86,9 +86,9 @@ def swe_home() -> Path:
     (the sandbox runs as ``nobody`` under root and must reach the venvs), else ``/var/tmp/agentgym-swe-<uid>``."""
     if os.environ.get("AGENTGYM_SWE_HOME"):
         return Path(os.environ["AGENTGYM_SWE_HOME"])
-    cache_root = Path(os.environ.get("AGENTGYM_CACHE") or Path.home() / ".cache" / "agentgym")
-    candidate = cache_root / "swe"
-    if all(os.stat(path).st_mode & 0o001 for path in (cache_root, *cache_root.parents) if path.exists()):
+    root = cache_root()
+    candidate = root / "swe"
+    if all(os.stat(path).st_mode & 0o001 for path in (root, *root.parents) if path.exists()):
         return candidate
     return Path(f"/var/tmp/agentgym-swe-{os.getuid()}")
 

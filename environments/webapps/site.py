@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agentgym.utils.files import file_lock
+from agentgym.utils.files import cache_root, file_lock
 
 #: How many tenants a site offers (the most env copies one machine runs at once).
 MAX_TENANTS = 256
@@ -53,8 +53,7 @@ def webapps_home() -> Path:
     """Where sites keep their venvs, snapshots and run files (see the module docstring)."""
     if os.environ.get("AGENTGYM_WEBAPPS_HOME"):
         return Path(os.environ["AGENTGYM_WEBAPPS_HOME"])
-    cache = Path(os.environ.get("AGENTGYM_CACHE") or Path.home() / ".cache" / "agentgym")
-    return cache / "webapps"
+    return cache_root() / "webapps"
 
 
 def reachable_home(home: Path, name: str) -> Path:

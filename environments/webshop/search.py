@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentgym.retrieval import bm25
-from agentgym.retrieval.bm25 import _top_k, cache_root, tokenize
+from agentgym.retrieval.bm25 import tokenize
+from agentgym.utils.files import cache_root
 
 if TYPE_CHECKING:
     from agentgym.environments.webshop.data import Catalog
@@ -32,7 +33,6 @@ __all__ = [
     "PAGE_SIZE",
     "SEARCH_RETURN_N",
     "SearchIndex",
-    "_top_k",
     "cache_root",
     "index_directory",
     "page_count",
