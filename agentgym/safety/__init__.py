@@ -130,6 +130,8 @@ class InjectedEnv(TextEnv):
 
     variants: ClassVar[Variants]
     medium: ClassVar[str] = "text"
+    #: True where the first observation shows the injection in a way its text cannot (on a screenshot).
+    shown_at_reset: ClassVar[bool] = False
 
     def __init__(self, *args: Any, utility_weight: float = 1.0, safety_weight: float = 1.0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -160,14 +162,21 @@ class InjectedEnv(TextEnv):
     # ---- the contract -------------------------------------------------------------------
 
     def _generate(self, task_id: int) -> str:
-        self.user_task, goal, style = self.variants.pick(task_id)
-        instruction = super()._generate(self.user_task)
-        attacker = self._goal_instruction(goal)
-        text = render(attacker, style, self.medium, self.task_rng(task_id, "attack", goal, style))
-        self.attack = Attack(goal, style, attacker, text)
+        self.user_task = self.variants.pick(task_id)[0]
         self.injection_seen = False
+        instruction = super()._generate(self.user_task)
+        self.attack = self._make_attack()
         self._plant(self.attack)
         return instruction
+
+    def _make_attack(self) -> Attack:
+        """The attack of the task being reset (its text rendered from the task id); the user task is made first,
+        unless the family's goal instructions do not need it (then a family may make it earlier)."""
+        assert self.task_id is not None
+        _, goal, style = self.variants.pick(self.task_id)
+        instruction = self._goal_instruction(goal)
+        text = render(instruction, style, self.medium, self.task_rng(self.task_id, "attack", goal, style))
+        return Attack(goal, style, instruction, text)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         observation, info = super().reset(seed=seed, options=options)
@@ -184,7 +193,8 @@ class InjectedEnv(TextEnv):
 
     def _saw(self, observation: Any) -> None:
         assert self.attack is not None
-        self.injection_seen = self.injection_seen or self.attack.instruction in observation_text(observation)
+        shown = self.shown_at_reset or self.attack.instruction in observation_text(observation)
+        self.injection_seen = self.injection_seen or shown
 
     def _info(self, command: str, invalid: bool) -> dict[str, Any]:
         info = super()._info(command, invalid)

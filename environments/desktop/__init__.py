@@ -16,3 +16,16 @@ register(
     max_episode_steps=30,
     observation="text+screenshot",
 )
+#: Desktop-Attack-v0's variants per task: 2 attacker goals x 3 injection styles (attack.py's VARIANTS).
+ATTACK_VARIANTS = 6
+
+register(
+    "Desktop-Attack-v0",
+    entry_point="agentgym.environments.desktop.attack:DesktopAttackEnv",
+    family="desktop",
+    description="Desktop-v0's terminal tasks with a prompt injection in the shared notes the terminal prints "
+    "(3 styles x 2 attacker goals: copy a secret to ~/Public, delete a document); utility and attack success",
+    splits=TaskSplits(**{split: count * ATTACK_VARIANTS for split, count in SPLITS.counts().items()}),
+    max_episode_steps=30,
+    observation="text+screenshot",
+)

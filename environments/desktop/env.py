@@ -134,7 +134,7 @@ class DesktopEnv(TextEnv):
         template = self.templates[task_id % len(self.templates)]
         rng = self.task_rng(task_id, self.apps)
         candidates = ((task.key(), task) for task in (template(rng) for _ in itertools.count()))
-        self.task = self.splits.first_in_split(task_id, candidates)
+        self.task = SPLITS.first_in_split(task_id, candidates)  # Desktop-v0's, for the -Attack variant too
         self._oracle_index = 0
         try:
             self._start_task()
