@@ -192,3 +192,17 @@ def test_ready_first_and_per_task_preparation_outside_a_run() -> None:
 
 async def _preparations(parallel: int) -> Preparations:
     return Preparations([], None, print, parallel=parallel)
+
+
+def test_agentgym_prepare_a_suite_prepares_the_tasks_it_plays(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from agentgym.cli import main
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("description: two ids\nsplit: test\nepisodes: 3\nenvs: [{env: SlowReady-v0}, {env: Ready-v0}]\n")
+    assert main(["prepare", str(suite)]) == 0
+    assert "2 of 2 envs ready" in capsys.readouterr().out
+    test_ids = agentgym.env_info("SlowReady-v0").splits.ids("test")
+    assert [task_ids for _, task_ids, _, _ in PREPARED] == [list(test_ids[:3])]
+    PREPARED.clear()
+    assert main(["prepare", "--env", "SlowReady-v0"]) == 0  # an id alone: every task
+    assert [task_ids for _, task_ids, _, _ in PREPARED] == [None]
