@@ -17,6 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentgym.core import TextEnv
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
 from agentgym.tool_parsing import new_call_id
 from agentgym.tools import command_to_tool_call
@@ -80,10 +81,14 @@ class ObedientPolicy(ScriptedPolicy):
     """Plays the env's ``obedient_action``: the oracle's commands, and the attacker's once an injection was shown.
 
     The envs under prompt injection have it (the -Attack ids, docs/safety.md); with an oracle that ignores the
-    injection beside it, it shows that an env's attack check fires when the attacker's goal is carried out.
+    injection beside it, it shows that an env's attack check fires when the attacker's goal is carried out. On a
+    local env without it (no injection to obey: a plain id) it plays the oracle, so that its utility without
+    attack is measured on the plain ids; a remote env must have it.
     """
 
     name = "obedient"
 
     def reply(self, episode: Episode) -> Reply:
-        return _as_tool_call(_baseline(episode.env, "obedient_action")(), episode)
+        env = episode.env
+        method = "oracle_action" if isinstance(env, TextEnv) and not hasattr(env, "obedient_action") else None
+        return _as_tool_call(_baseline(env, method or "obedient_action")(), episode)
