@@ -187,9 +187,9 @@ def write_index(data: SourceData) -> Path:
 
 
 def screen_of(data: SourceData, task: dict[str, Any]) -> np.ndarray:
-    """The screenshot of ``task`` (one of ``data``'s), rendered into the folder first if it is not there."""
+    """The screenshot of ``task`` (one of ``data``'s), rendered into the folder first (silently) if it is not there."""
     if not (data.folder / task["screen"]).is_file():
-        render_screens(data, [task])
+        render_screens(data, [task], lambda line: None)
     return read_screen(data.folder, task["screen"])
 
 
