@@ -140,7 +140,7 @@ def test_configs_load_and_reject_unknown_keys(tmp_path: Path) -> None:
     assert len(shipped) >= 3
     for path in shipped:
         config = load_config(path)
-        assert config.envs and config.model.path
+        assert (config.envs or config.selfplay) and config.model.path
     bad = write(
         {"model": {"path": "m"}, "envs": [{"id": "Maze-v0"}], "algorithm": {"nmae": "ppo"}}, tmp_path / "b.yaml"
     )

@@ -1,4 +1,4 @@
-"""Advantage estimators: GRPO, GAE (PPO) and GiGPO. Each is a short pure function.
+"""Advantage estimators: GRPO, GAE (PPO), GiGPO and SPIRAL's role-conditioned baselines. Each is a short function.
 
 Multi-turn episodes have one reward per turn (the env's reward for the model's reply).
 GRPO and GiGPO give one advantage per turn, shared by all of that turn's tokens; GAE gives
@@ -39,6 +39,24 @@ def whiten(values: torch.Tensor) -> torch.Tensor:
 def grpo_advantages(returns: torch.Tensor, groups: Sequence[Hashable], std_normalize: bool = True) -> torch.Tensor:
     """GRPO: each episode's return relative to the other episodes of its group (same task)."""
     return group_normalize(returns, groups, std_normalize)
+
+
+def rae_advantages(
+    returns: Sequence[float], keys: Sequence[Hashable], baselines: dict[Hashable, float], decay: float = 0.95
+) -> list[float]:
+    """SPIRAL's role-conditioned advantage estimation (Liu et al., 2025): ``R - b[key]``.
+
+    ``b[key]`` is an exponential moving average of the earlier returns of ``key`` (a game and a
+    role), read before this return updates it: ``b <- decay * b + (1 - decay) * R``, in order.
+    ``baselines`` carries the averages from one batch to the next (a key starts at 0); it is updated
+    in place.
+    """
+    advantages = []
+    for value, key in zip(returns, keys):
+        baseline = baselines.get(key, 0.0)
+        advantages.append(value - baseline)
+        baselines[key] = decay * baseline + (1 - decay) * value
+    return advantages
 
 
 def discounted_returns(rewards: Sequence[float], gamma: float) -> list[float]:

@@ -168,6 +168,74 @@ class RolloutConfig:
 
 
 @dataclass
+class RoleConfig:
+    """One role of a team (``GameConfig.roles``): its name, which is its seat, and its system prompt."""
+
+    name: str = ""
+    prompt: str = ""
+
+
+@dataclass
+class GameConfig:
+    """A game the learner plays (``SelfPlayConfig.games``).
+
+    ``id`` is a registered game id (:func:`agentgym.multiagent.make_game`, e.g. ``KuhnPoker-v0``) or the
+    ``"module:function"`` entry point of a function that makes a game from ``kwargs`` (a family's own
+    engines, e.g. ``agentgym.environments.textarena.game:make_game`` with ``kwargs: {name: TicTacToe}``).
+    With ``roles``, ``id`` is instead a single-agent env id played by a team of those roles of the one
+    model (:class:`agentgym.train.roles.RoleTeam`, ``kwargs`` its ``gym.make`` kwargs), on tasks of ``split``.
+    """
+
+    id: str = ""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    roles: list[RoleConfig] = field(default_factory=list)
+    split: Literal["train", "dev", "test"] = "train"
+
+
+@dataclass
+class SelfPlayConfig:
+    """Rollouts on multi-agent games instead of ``envs`` (:mod:`agentgym.train.selfplay`, docs/training.md).
+
+    Each group of ``algorithm.group_size`` games draws one entry of ``opponents`` for the seats the
+    learner does not take: ``self`` (the learner plays every seat and every seat is trained: SPIRAL's
+    self-play), ``snapshot`` (an earlier copy of the learner: the pool holds its weights at every
+    ``snapshot_every``-th iteration, the latest ``pool_size`` of them, and a group draws one), a scripted
+    player of the game (``random``, ``nash``, ...) or ``model:PATH`` (a fixed model, sampled in process).
+    Against an opponent the learner takes one seat, rotating with the task. A team game (``roles``) is
+    played by the learner in every role. Every seat's reward comes from the game (zero-sum,
+    general-sum or cooperative alike) and is the reward of each of its moves.
+
+    ``baseline`` (with ``algorithm.name: grpo``): ``rae`` is SPIRAL's role-conditioned advantage, a
+    seat's reward minus an exponential moving average (``rae_decay``) of the earlier rewards of its
+    game and role, taken before that reward updates it; ``group`` is GRPO's, normalised among the
+    group's games within each role. ``algorithm.name: ppo`` uses its critic instead. Every
+    ``eval_every`` iterations the learner plays ``eval_episodes`` greedy games of each game against
+    each of ``eval_opponents`` (scripted players), seats alternating, on the games' ``eval_split``.
+    """
+
+    games: list[GameConfig] = field(default_factory=list)
+    opponents: list[str] = field(default_factory=lambda: ["self"])
+    baseline: Literal["rae", "group"] = "rae"
+    rae_decay: float = 0.95
+    snapshot_every: int = 10
+    pool_size: int = 4
+    eval_opponents: list[str] = field(default_factory=lambda: ["random"])
+
+    def check(self, config: TrainConfig) -> None:
+        """Refuse settings the self-play rollouts cannot honour."""
+        if not self.games or any(not game.id for game in self.games):
+            raise ValueError("selfplay.games must name at least one game, each with an id")
+        if config.algorithm.name not in ("grpo", "ppo"):
+            raise ValueError("selfplay trains with algorithm grpo or ppo")
+        if not self.opponents or not 0.0 <= self.rae_decay < 1.0:
+            raise ValueError("selfplay.opponents must not be empty and rae_decay must lie in [0, 1)")
+        if self.snapshot_every < 1 or self.pool_size < 1:
+            raise ValueError("selfplay.snapshot_every and pool_size must be >= 1")
+        if config.rollout.backend != "hf" or config.rollout.action_format != "text":
+            raise ValueError("selfplay samples in process (rollout.backend hf) with text replies")
+
+
+@dataclass
 class TrainConfig:
     """A whole training run.
 
@@ -188,6 +256,7 @@ class TrainConfig:
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     data: DataConfig = field(default_factory=DataConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    selfplay: SelfPlayConfig | None = None
     out: str = "runs/train"
     iterations: int = 100
     groups_per_iteration: int = 8
@@ -211,8 +280,10 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if not self.model.path:
             raise ValueError("model.path is required")
-        if not self.envs:
-            raise ValueError("envs must name at least one env")
+        if not self.envs and self.selfplay is None:
+            raise ValueError("envs must name at least one env (or selfplay its games)")
+        if self.selfplay is not None:
+            self.selfplay.check(self)
         if self.algorithm.group_size < 1 or self.groups_per_iteration < 1 or self.minibatch_size < 1:
             raise ValueError("group_size, groups_per_iteration and minibatch_size must be >= 1")
         if (self.algorithm.name == "sft") != bool(self.data.path):

@@ -181,12 +181,16 @@ class Trajectory:
     last sampled token, ``rewards[t]`` its reward, ``anchors[t]`` the observation it acted on.
     ``images`` holds, for a vision-language model, the image inputs of each chunk of ids that
     brought images (the first prompt, the env's replies), in order, and ``image_urls`` the images
-    themselves as data URLs (sent to a server beside the ids).
+    themselves as data URLs (sent to a server beside the ids). A self-play move
+    (:mod:`agentgym.train.selfplay`) is a trajectory of one turn whose ``role`` is the seat that moved
+    and ``game`` the index of its game in the iteration.
     """
 
     env_id: str
     task_id: int
     group: int
+    role: str | None = None
+    game: int = -1
     token_ids: list[int] = field(default_factory=list)
     loss_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)

@@ -52,6 +52,7 @@ from agentgym.train.rollout import (
     make_slots,
     play_episodes,
 )
+from agentgym.train.selfplay import SelfPlay, selfplay_metrics
 from agentgym.train.sft_data import batch_indices, training_trajectories
 from agentgym.wrappers.chat import ChatWrapper
 
@@ -156,6 +157,8 @@ class Trainer:
             self.sampler = ServerSampler(
                 rollout.base_url, self.source.name, params, self.generator.context_length, rollout.timeout_s
             )
+        # Multi-agent games instead of envs: self-play, opponent pools, role teams (config.selfplay).
+        self.selfplay = SelfPlay(config, self.model, self.generator, self.chat_tokens) if config.selfplay else None
         # SFT's expert episodes, as the rollouts would render them (loss mask 1 on the assistant's tokens).
         self.examples: list[Trajectory] = []
         if self.algorithm.name == "sft":
@@ -207,9 +210,19 @@ class Trainer:
 
     # ----------------------------------------------------------------------------- rollout
     def rollout(self) -> list[Trajectory]:
-        """Play ``groups_per_iteration`` groups of ``group_size`` episodes; one task per group."""
+        """Play ``groups_per_iteration`` groups of ``group_size`` episodes (or games); one task per group."""
         config, iteration = self.config, self.iteration
         rng = random.Random(stable_seed(config.seed, "rollout", iteration))
+        if self.selfplay is not None:  # each of the learner's moves in the games is a one-turn trajectory
+            self.model.eval()
+            return self.selfplay.rollout(
+                iteration,
+                config.groups_per_iteration,
+                self.algorithm.group_size,
+                rng,
+                config.rollout.turns_at(iteration),
+                lambda game, move: stable_seed(config.seed, iteration, game, move),
+            )
         tasks, envs = [], []
         used = [0] * len(config.envs)
         for group in range(config.groups_per_iteration):
@@ -325,7 +338,9 @@ class Trainer:
         groups = [t.group for t in trajectories]
         if algorithm.name == "ppo":  # GAE over each episode's model tokens
             return token_gae(trajectories, values, algorithm.gamma, algorithm.lam, algorithm.std_normalize)
-        if algorithm.name == "grpo":  # one advantage per episode, given to each of its turns
+        if algorithm.name == "grpo" and self.selfplay is not None:  # each seat's reward less its role's baseline
+            turn_advantages = self.selfplay.advantages(trajectories, algorithm.std_normalize)
+        elif algorithm.name == "grpo":  # one advantage per episode, given to each of its turns
             episode = grpo_advantages(
                 torch.tensor([t.episode_return for t in trajectories]), groups, algorithm.std_normalize
             )
@@ -467,7 +482,8 @@ class Trainer:
         """The iteration's metrics: sampler/trainer logprob mismatch, losses, advantages, episode statistics."""
         mismatch = (scores.old_logprobs - batch.sampler_logprobs).abs()
         n = len(trajectories)
-        return {
+        games = selfplay_metrics(trajectories) if self.selfplay is not None else {}
+        return games | {
             "logprob_mismatch_mean": aggregate(mismatch, batch.mask, "token").item(),
             "logprob_mismatch_max": (mismatch * batch.mask).max().item(),
             **losses,
@@ -492,6 +508,12 @@ class Trainer:
         """
         config = self.config
         split = split or config.eval_split
+        games = {}
+        if self.selfplay is not None:  # the learner against the eval opponents, greedy unless temperature > 0
+            turns = config.rollout.turns_at(self.iteration)
+            games = self.selfplay.evaluate(split, config.eval_episodes, turns, temperature)
+            if not config.envs:
+                return games
         items = [
             EvalItem(env.id, config.eval_episodes, split, config.rollout.turns_at(self.iteration), env.kwargs)
             for env in config.envs
@@ -520,7 +542,7 @@ class Trainer:
 
         asyncio.run(run())
         ok = [record for record in records if record.status == "ok"]
-        return {
+        return games | {
             "eval_success_rate": sum(r.success for r in ok) / max(len(ok), 1),
             "eval_score_mean": sum(r.score for r in ok) / max(len(ok), 1),
             "eval_errors": len(records) - len(ok),
@@ -563,6 +585,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else None,
+            "selfplay": self.selfplay.state() if self.selfplay is not None else None,
         }
         torch.save(state, folder / "trainer_state.pt")
         (folder / "config.json").write_text(json.dumps(to_dict(self.config), indent=2), encoding="utf-8")
@@ -587,11 +610,15 @@ class Trainer:
         torch.set_rng_state(state["torch_rng"].cpu())
         if state.get("cuda_rng") is not None and self.device.type == "cuda":
             torch.cuda.set_rng_state_all([rng.cpu() for rng in state["cuda_rng"]])
+        if self.selfplay is not None and state.get("selfplay") is not None:
+            self.selfplay.load_state(state["selfplay"])
         self.iteration = state["iteration"]
         return True
 
     def close(self) -> None:
-        """Close the envs and the metric writers."""
+        """Close the envs (and games) and the metric writers."""
+        if self.selfplay is not None:
+            self.selfplay.close()
         for envs in self.envs:
             for env in envs:
                 with contextlib.suppress(Exception):
