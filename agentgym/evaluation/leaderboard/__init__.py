@@ -1,34 +1,28 @@
 """Leaderboards from folders of runs: terminal and Markdown tables, and a static HTML page.
 
-- :mod:`~agentgym.evaluation.leaderboard.collect`: finds runs (eval runs, arenas, training
-  runs) and computes the :class:`Leaderboard` (rates, intervals, ranks, times; its docstring
-  says how);
+- :mod:`~agentgym.evaluation.leaderboard.runs`: finds runs (eval runs, arenas, training runs);
+- :mod:`~agentgym.evaluation.leaderboard.collect`: computes the :class:`Leaderboard` over them (rates,
+  intervals, ranks, times; its docstring says how);
 - :mod:`~agentgym.evaluation.leaderboard.terminal`: the plain-text and Markdown tables;
 - :mod:`~agentgym.evaluation.leaderboard.page`: the HTML page (``leaderboard.html``, its
   template, sits beside it) and its trajectory files.
 """
 
 from agentgym.evaluation.leaderboard.collect import (
-    METRICS_FILE,
     ArenaBoard,
     EvalPoint,
     FamilyScore,
-    Found,
     Leaderboard,
-    LeaderboardError,
     LeaderboardRow,
     LearningCurve,
     Mismatch,
     PolicySummary,
-    RunFolder,
     RunSink,
     RunSummary,
-    TrainingRun,
     action_format,
     busy_time,
     check_fingerprints,
     collect,
-    discover,
     family_of,
     load_prices,
     parse_price,
@@ -37,6 +31,14 @@ from agentgym.evaluation.leaderboard.collect import (
     summarize,
 )
 from agentgym.evaluation.leaderboard.page import CHUNK_BYTES, CHUNK_EPISODES, DATA_MARKER, INSTRUCTION_CHARS, write_html
+from agentgym.evaluation.leaderboard.runs import (
+    METRICS_FILE,
+    Found,
+    LeaderboardError,
+    RunFolder,
+    TrainingRun,
+    discover,
+)
 from agentgym.evaluation.leaderboard.terminal import (
     duration,
     format_markdown,

@@ -21,13 +21,13 @@ from typing import Any
 import agentgym
 from agentgym.evaluation.leaderboard.collect import (
     Leaderboard,
-    RunFolder,
     action_format,
     collect,
     family_of,
     policy_name,
     ranked,
 )
+from agentgym.evaluation.leaderboard.runs import RunFolder
 from agentgym.evaluation.leaderboard.terminal import apart_reason, group_difference
 from agentgym.evaluation.metrics import family_metrics
 from agentgym.evaluation.records import EpisodeRecord, to_json
