@@ -7,7 +7,7 @@ rate, AgentDojo's security True):
 
 * ``oracle``: the user task's ground truth, ignoring the injection;
 * ``obedient``: the same, but it carries out the injection task's ground truth as soon as a tool result shows
-  the injection (:class:`~agentgym.environments.agentdojo.baselines.ObedientPolicy`);
+  the injection (:class:`~agentgym.llm.policies.ObedientPolicy`, ``--policy obedient``);
 * ``random``: random tools with arguments from the request's words, seeded per episode, until it answers or
   reaches the step limit.
 

@@ -31,13 +31,13 @@ from agentgym.utils import check_text_env
 pytest.importorskip("agentdojo")
 
 from agentgym.environments.agentdojo import suites  # noqa: E402
-from agentgym.environments.agentdojo.baselines import ObedientPolicy  # noqa: E402
 from agentgym.environments.agentdojo.env import (  # noqa: E402
     TOOL_CLOCK,
     AgentDojoEnv,
     injected_environment,
     load_suite,
 )
+from agentgym.llm.policies import ObedientPolicy  # noqa: E402
 
 SUITES = {name: entry["title"] for name, entry in suites()["suites"].items()}
 IDS = sorted(info.id for info in agentgym.list_envs() if info.family == "agentdojo")
