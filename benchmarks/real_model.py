@@ -3,7 +3,9 @@
 Paths (each an ``agentgym eval --policy ...`` run, as a user types it):
 
 * ``hf``: ``--policy hf:smollm2``, the model in the eval's own process (transformers, float32 on CPU);
+  ``hf-int8``: the same with ``--quantize int8``;
 * ``serve-model``: ``agentgym serve-model smollm2`` and ``--policy openai:SmolLM2-135M-Instruct@URL``;
+  ``serve-model-int8``: the server started with ``--quantize int8``;
 * ``llamacpp``: llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``, llama-cpp-python in its
   side venv: ``python -m agentgym.integrations.venvs llamacpp``) on the same GGUF file, and the same policy.
 
@@ -53,7 +55,16 @@ from agentgym.utils.text import last_action_line, strip_thinking
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 MODEL = "SmolLM2-135M-Instruct"
-PATHS = ("hf", "serve-model", "llamacpp")
+#: Each path: how the model is served (in process, serve-model or llama.cpp's server) and the flags it adds (to
+#: ``agentgym eval`` in process, to the server's command otherwise).
+PATHS = {
+    "hf": ("hf", []),
+    "hf-int8": ("hf", ["--quantize", "int8"]),
+    "serve-model": ("serve-model", []),
+    "serve-model-int8": ("serve-model", ["--quantize", "int8"]),
+    "llamacpp": ("llamacpp", []),
+}
+DEFAULT_PATHS = ["hf", "serve-model", "serve-model-int8", "llamacpp"]
 REASONS = ("no Action: line", "unknown command", "bad arguments", "cut at max tokens")
 
 
@@ -67,15 +78,17 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def served(path: str, threads: int, max_batch_size: int) -> Iterator[str]:
-    """The policy spec of ``path``, with its server running (none for ``hf``)."""
-    if path == "hf":
-        yield "hf:smollm2"
+def served(path: str, threads: int, max_batch_size: int) -> Iterator[tuple[str, list[str]]]:
+    """The policy spec of ``path`` and the flags it adds to ``agentgym eval``, with its server running (none in
+    process)."""
+    kind, flags = PATHS[path]
+    if kind == "hf":
+        yield "hf:smollm2", flags
         return
     port = free_port()
     env = os.environ | {"OMP_NUM_THREADS": str(threads)}
-    if path == "serve-model":
-        command = [sys.executable, "-m", "agentgym.cli", "serve-model", "smollm2", "--device", "cpu"]
+    if kind == "serve-model":
+        command = [sys.executable, "-m", "agentgym.cli", "serve-model", "smollm2", "--device", "cpu", *flags]
         command += ["--port", str(port), "--max-batch-size", str(max_batch_size), "--log-level", "warning"]
     else:
         gguf = resolve_model("smollm2").gguf
@@ -96,7 +109,7 @@ def served(path: str, threads: int, max_batch_size: int) -> Iterator[str]:
                     log.seek(0)
                     raise RuntimeError(f"{path} did not start: {log.read()[-3000:]}")
                 time.sleep(1)
-            yield f"openai:{MODEL}@{url}"
+            yield f"openai:{MODEL}@{url}", []
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -199,8 +212,8 @@ def leaderboard(args: argparse.Namespace) -> None:
     for name in ("oracle", "random"):
         walls[name] = evaluate(name, out / name, ["--suite", args.suite, "--seed", "0"], args.threads)
     for path in args.paths:
-        with served(path, args.threads, args.concurrency) as spec:
-            walls[path] = evaluate(spec, out / path, eval_args, args.threads)
+        with served(path, args.threads, args.concurrency) as (spec, flags):
+            walls[path] = evaluate(spec, out / path, eval_args + flags, args.threads)
     verb_cache: dict[str, set[str]] = {}
     table = {name: family_rows(out / name, verb_cache) for name in walls}
     report = {
@@ -274,10 +287,10 @@ def throughput(args: argparse.Namespace) -> None:
         eval_args += ["--env", env_id]
     rows = []
     for path in args.paths:
-        with served(path, args.threads, max(args.concurrency)) as spec:
+        with served(path, args.threads, max(args.concurrency)) as (spec, flags):
             for concurrency in args.concurrency:
                 folder = out / f"{path}-c{concurrency}"
-                wall = evaluate(spec, folder, [*eval_args, "--concurrency", str(concurrency)], args.threads)
+                wall = evaluate(spec, folder, [*eval_args, *flags, "--concurrency", str(concurrency)], args.threads)
                 records = [r for r in read_episodes(folder / "episodes.jsonl").values() if r.status == "ok"]
                 turns = [turn for record in records for turn in record.turns]
                 first = [record.turns[0].policy_s for record in records if record.turns]
@@ -310,11 +323,12 @@ def throughput(args: argparse.Namespace) -> None:
 
 def throughput_markdown(report: dict[str, Any]) -> str:
     lines = [
-        "# SmolLM2-135M-Instruct: three serving paths on the same episodes",
+        "# SmolLM2-135M-Instruct: serving paths side by side on the same episodes",
         "",
         f"{report['episodes_per_env']} test episodes of each of {', '.join(report['envs'])}, at most "
         f"{report['max_turns']} turns, greedy, `--max-tokens {report['max_tokens']}`, {report['threads']} thread(s) "
-        "for torch and llama.cpp. Prompt tokens count each turn's whole prompt (the history is resent). "
+        "for torch and llama.cpp. Prompt tokens count each turn's whole prompt (the history is resent; hf, serve-model "
+        "and llama.cpp reuse the keys and values of a prefix they computed before). "
         "Made by `benchmarks/real_model.py throughput`.",
         "",
         "| path | concurrency | episodes | wall s | prompt tok/s | generated tok/s | episodes/min | s per reply "
@@ -380,7 +394,7 @@ def main() -> None:
     record.set_defaults(run=fixtures)
     for command in (board, speed):
         command.add_argument("--out", required=True)
-        command.add_argument("--paths", type=lambda text: text.split(","), default=list(PATHS))
+        command.add_argument("--paths", type=lambda text: text.split(","), default=DEFAULT_PATHS)
         command.add_argument("--max-tokens", type=int, default=128)
         command.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()

@@ -144,9 +144,9 @@ def test_batcher_batches_concurrent_requests_and_isolates_bad_ones(
     batch_sizes: list[int] = []
     generate_tokens = generator.generate_tokens
 
-    def counting(prompts: list[list[int]], params: list[SamplingParams]) -> list[Completion]:
+    def counting(prompts: list[list[int]], params: list[SamplingParams], listeners: list) -> list[Completion]:
         batch_sizes.append(len(prompts))
-        return generate_tokens(prompts, params)
+        return generate_tokens(prompts, params, listeners)
 
     monkeypatch.setattr(generator, "generate_tokens", counting)
     batcher = Batcher(generator, max_batch_size=3, batch_wait_ms=100)
@@ -174,9 +174,9 @@ def test_batcher_splits_a_batch_by_its_padded_prompt_tokens(
     prompt_sets: list[list[int]] = []
     generate_tokens = generator.generate_tokens
 
-    def recording(prompts: list[list[int]], params: list[SamplingParams]) -> list[Completion]:
+    def recording(prompts: list[list[int]], params: list[SamplingParams], listeners: list) -> list[Completion]:
         prompt_sets.append([len(prompt) for prompt in prompts])
-        return generate_tokens(prompts, params)
+        return generate_tokens(prompts, params, listeners)
 
     requests = [Request(chat, greedy(6)) for chat in CHATS] + [Request(prompt, greedy(6)) for prompt in PROMPTS]
     lengths = [len(generator.encode(request)) for request in requests]

@@ -75,26 +75,52 @@ def test_chat_completion(server: tuple[str, Batcher], generator: Generator) -> N
     assert reply["usage"]["completion_tokens"] == 3 and reply["choices"][0]["logprobs"] is None
 
 
-def test_chat_completion_streams_the_finished_reply(server: tuple[str, Batcher], generator: Generator) -> None:
-    """``stream: true`` (what verifiers' chat harness always sends) gets OpenAI's chunks; the SDK reassembles them."""
+def test_chat_completion_streams_the_reply_as_it_is_sampled(
+    server: tuple[str, Batcher], generator: Generator
+) -> None:
+    """``stream: true`` (what verifiers' chat harness always sends) gets OpenAI's chunks while the reply is sampled;
+    the SDK reassembles them into the reply a plain request gets."""
     import openai
 
     client = openai.OpenAI(base_url=server[0] + "/v1", api_key="unused")
-    (expected,) = generator.generate([Request(CHAT, SamplingParams(temperature=0, max_new_tokens=6))])
+    (expected,) = generator.generate([Request(CHAT, SamplingParams(temperature=0, max_new_tokens=12))])
     chunks = list(
         client.chat.completions.create(
             model=MODEL,
             messages=CHAT,  # type: ignore[arg-type]
             temperature=0,
-            max_tokens=6,
+            max_tokens=12,
             stream=True,
             stream_options={"include_usage": True},
         )
     )
     assert all(chunk.object == "chat.completion.chunk" for chunk in chunks)
-    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == expected.text
-    assert [chunk.choices[0].finish_reason for chunk in chunks if chunk.choices] == [None, "length"]
-    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 6
+    contents = [chunk.choices[0].delta.content for chunk in chunks if chunk.choices and chunk.choices[0].delta.content]
+    assert "".join(contents) == expected.text and len(contents) > 1, "the reply arrives in pieces"
+    finishes = [chunk.choices[0].finish_reason for chunk in chunks if chunk.choices]
+    assert finishes[-1] == "length" and not any(finishes[:-1])
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 12
+    # A stop string never shows, not even its first characters while it was still being sampled.
+    stop = expected.text[4:7]
+    streamed = client.chat.completions.create(
+        model=MODEL, messages=CHAT, temperature=0, max_tokens=12, stop=stop, stream=True  # type: ignore[arg-type]
+    )
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in streamed if chunk.choices)
+    assert text == expected.text[: expected.text.find(stop)]
+    # An error before the first token is an HTTP error, as without streaming.
+    too_long = {"messages": [{"role": "user", "content": "up " * 400}], "stream": True, "max_tokens": 4}
+    response = post(server, "/v1/chat/completions", too_long)
+    assert response.status_code == 400 and "context length" in response.json()["error"]["message"]
+
+
+def test_streamed_text_holds_back_what_may_still_change() -> None:
+    from agentgym.llm.streaming import StreamedText
+
+    pieces = {1: "Act", 2: "ion: go\ufffd", 3: "ion: go é", 4: "ion: go é ST", 5: "ion: go é STOP now"}
+    text = StreamedText(lambda ids: "".join(pieces[i] for i in ids[:1]) + pieces[ids[-1]] * (len(ids) > 1), ["STOP"])
+    assert [text.delta([1]), text.delta([1, 2]), text.delta([1, 3]), text.delta([1, 4])] == ["Act", "ion: go", " é", " "]
+    assert text.delta([1, 5]) == "" and text.rest("Action: go é ") == ""
+    assert text.sent == "Action: go é "
 
 
 def test_completion(server: tuple[str, Batcher], generator: Generator) -> None:

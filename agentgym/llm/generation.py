@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import warnings
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,8 @@ from agentgym.wrappers.vision import count_images
 FinishReason = Literal["stop", "length"]
 #: Weight quantizations a CPU model can be loaded with (:func:`quantize_int8`).
 Quantization = Literal["int8"]
+#: Called from the generating thread with a request's sampled tokens so far, after each token that does not end it.
+TokenListener = Callable[[list[int]], None]
 
 
 class RequestError(ValueError):
@@ -82,12 +84,14 @@ class Request:
 
     ``tools`` (OpenAI function tools) go to the chat template with the chat, which lists
     them where the model expects them; tool-call arguments in the messages may be JSON
-    strings (as the OpenAI API sends them) or mappings.
+    strings (as the OpenAI API sends them) or mappings. ``on_tokens`` follows the
+    completion as it is sampled (a server streaming it).
     """
 
     prompt: str | Sequence[Mapping[str, Any]]
     params: SamplingParams = SamplingParams()
     tools: Sequence[Mapping[str, Any]] | None = None
+    on_tokens: TokenListener | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -121,6 +125,7 @@ class _Row:
     params: SamplingParams
     limit: int
     rng: torch.Generator | None
+    listener: TokenListener | None = None
     token_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     text: str | None = None
@@ -235,20 +240,38 @@ class Generator:
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         """Generate one completion per request, all in one batch."""
         prompts = [self.encode(request) for request in requests]
-        return self.generate_tokens(prompts, [request.params for request in requests])
+        return self.generate_tokens(
+            prompts, [request.params for request in requests], [request.on_tokens for request in requests]
+        )
 
     @torch.inference_mode()
-    def generate_tokens(self, prompts: Sequence[list[int]], params: Sequence[SamplingParams]) -> list[Completion]:
+    def generate_tokens(
+        self,
+        prompts: Sequence[list[int]],
+        params: Sequence[SamplingParams],
+        listeners: Sequence[TokenListener | None] | None = None,
+    ) -> list[Completion]:
         """Generate one completion per prompt (token ids), decoding the batch together.
 
         Prompts are left-padded; each row stops at its own limit, stop string or EOS, and
-        the batch stops when every row has.
+        the batch stops when every row has. ``listeners`` (one per prompt, or None) follow the rows.
         """
         with autocast(self.device, self.compute_dtype):
-            return self._generate_tokens(prompts, params)
+            return self._generate_tokens(self._rows(prompts, params, listeners), prompts)
 
-    def _generate_tokens(self, prompts: Sequence[list[int]], params: Sequence[SamplingParams]) -> list[Completion]:
-        rows = [self._row(len(prompt), row_params) for prompt, row_params in zip(prompts, params)]
+    def _rows(
+        self,
+        prompts: Sequence[list[int]],
+        params: Sequence[SamplingParams],
+        listeners: Sequence[TokenListener | None] | None,
+    ) -> list[_Row]:
+        listeners = listeners or [None] * len(prompts)
+        return [
+            self._row(len(prompt), row_params, listener)
+            for prompt, row_params, listener in zip(prompts, params, listeners)
+        ]
+
+    def _generate_tokens(self, rows: list[_Row], prompts: Sequence[list[int]]) -> list[Completion]:
         cache = self.prefix_cache
         hits = [cache.lookup(prompt) for prompt in prompts] if cache is not None else [PrefixHit(0)] * len(rows)
         # Row i: [padding | its cached prefix] (``cached`` wide), then [padding | the rest of its prompt] (``width``).
@@ -357,7 +380,7 @@ class Generator:
         except TemplateError as error:
             raise RequestError(f"the chat template rejected the messages: {error}") from error
 
-    def _row(self, prompt_tokens: int, params: SamplingParams) -> _Row:
+    def _row(self, prompt_tokens: int, params: SamplingParams, listener: TokenListener | None = None) -> _Row:
         limit = params.max_new_tokens
         if self.context_length is not None:
             room = self.context_length - prompt_tokens
@@ -370,7 +393,7 @@ class Generator:
                 rng.seed()
             else:
                 rng.manual_seed(params.seed % 2**64)
-        return _Row(params=params, limit=limit, rng=rng)
+        return _Row(params=params, limit=limit, rng=rng, listener=listener)
 
     def _next_tokens(self, logits: torch.Tensor, rows: list[_Row]) -> tuple[list[int], list[float]]:
         """Pick each row's next token (greedy or sampled) and its raw-logit logprob.
@@ -408,6 +431,8 @@ class Generator:
                 row.text, row.finish_reason = text[:cut], "stop"
         if row.finish_reason is None and len(row.token_ids) >= row.limit:
             row.finish_reason = "length"
+        if row.finish_reason is None and row.listener is not None:
+            row.listener(row.token_ids)
 
     def _decode(self, token_ids: list[int]) -> str:
         return self.tokenizer.decode(token_ids, skip_special_tokens=True)
@@ -591,7 +616,9 @@ class Batcher:
         for chunk in token_batches([len(prompts[index]) for index in indices], self.max_batch_tokens):
             rows = [indices[position] for position in chunk]
             completions = self.generator.generate_tokens(
-                [prompts[row] for row in rows], [requests[row].params for row in rows]
+                [prompts[row] for row in rows],
+                [requests[row].params for row in rows],
+                [requests[row].on_tokens for row in rows],
             )
             for row, completion in zip(rows, completions):
                 results[row] = completion

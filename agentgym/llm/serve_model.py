@@ -28,10 +28,11 @@ in the shape of vLLM's token prompts: ``"multi_modal_data": {"image": [data URL,
 already holding each image's placeholder tokens, expanded as the model's processor expands them
 (a count that does not match the images' is a 400).
 
-A chat request with ``stream: true`` gets the finished reply as OpenAI's server-sent
-chunks (one delta with the whole message, one with the finish reason, the usage when
-``stream_options.include_usage`` asks for it, then ``[DONE]``): clients that always
-stream (verifiers' chat harness) work, though nothing arrives before the reply is done.
+A chat request with ``stream: true`` gets its reply as OpenAI's server-sent chunks while it is sampled
+(:mod:`agentgym.llm.streaming`: a delta as text settles, one with the finish reason, the usage when
+``stream_options.include_usage`` asks for it, then ``[DONE]``). A streamed reply that may carry tool calls
+(``tools`` with ``tool_choice`` ``"auto"``) or asks for logprobs comes as one delta when it is done, the
+calls parsed.
 
 With API keys (``--api-key``, ``--api-key-file``, ``$AGENTGYM_API_KEYS``; docs/security.md), every route but
 ``GET /health`` needs ``Authorization: Bearer KEY`` (what the ``openai:`` policy sends from ``$OPENAI_API_KEY``),
@@ -53,6 +54,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,8 +77,10 @@ from agentgym.llm.generation import (
     Request,
     RequestError,
     SamplingParams,
+    TokenListener,
 )
 from agentgym.llm.models import resolve_model
+from agentgym.llm.streaming import StreamedText, stream_chat
 from agentgym.llm.vision import VisionGenerator, VisionPrompt, load_generator
 from agentgym.serving.auth import ApiKeys, Guard, Refusal, check_exposure
 from agentgym.tool_parsing import parse_tool_calls
@@ -353,7 +357,11 @@ def create_app(
         return _error_response(500, f"internal error: {type(error).__name__}: {error}")
 
     async def complete(
-        body: SamplingRequest, prompt: Any, max_tokens: int | None, tools: list[dict[str, Any]] | None = None
+        body: SamplingRequest,
+        prompt: Any,
+        max_tokens: int | None,
+        tools: list[dict[str, Any]] | None = None,
+        on_tokens: TokenListener | None = None,
     ) -> Completion:
         """Check the request's common fields and run it through the batcher."""
         target = batcher
@@ -372,7 +380,7 @@ def create_app(
                 stop=tuple(stop),
                 seed=body.seed,
             )
-            return await target.submit(Request(prompt, params, tools))
+            return await target.submit(Request(prompt, params, tools, on_tokens))
         except RequestError as error:
             raise APIError(400, str(error)) from error
 
@@ -386,7 +394,19 @@ def create_app(
             raise APIError(400, 'only tool_choice "auto" and "none" are supported', "tool_choice")
         tools = [tool.model_dump(exclude_none=True) for tool in body.tools] if body.tools else None
         messages = [message.for_template() for message in body.messages]
-        completion = await complete(body, messages, body.max_completion_tokens or body.max_tokens, tools)
+        max_tokens = body.max_completion_tokens or body.max_tokens
+        if body.stream and not body.logprobs and not (tools and choice == "auto"):
+            # Token by token; a reply whose tool calls or logprobs are sent comes whole when done (below).
+            stop = [body.stop] if isinstance(body.stop, str) else body.stop or []
+            decode = partial(served.tokenizer.decode, skip_special_tokens=True)
+            return await stream_chat(
+                {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": model_name},
+                lambda listener: complete(body, messages, max_tokens, tools, listener),
+                StreamedText(decode, stop),
+                bool((body.stream_options or {}).get("include_usage")),
+                lambda completion: _usage([completion]),
+            )
+        completion = await complete(body, messages, max_tokens, tools)
         logprobs = {"content": _token_logprobs(generator, completion)} if body.logprobs else None
         message: dict[str, Any] = {"role": "assistant", "content": completion.text}
         finish_reason = completion.finish_reason

@@ -36,6 +36,7 @@ from agentgym.llm.generation import (
     Request,
     RequestError,
     SamplingParams,
+    TokenListener,
     autocast,
     resolve_device_and_dtype,
 )
@@ -313,10 +314,15 @@ class VisionGenerator(Generator):
         return VisionPrompt(ids, self.processor.model_inputs(ids, [inputs]))
 
     @torch.inference_mode()
-    def generate_tokens(self, prompts: Sequence[list[int]], params: Sequence[SamplingParams]) -> list[Completion]:
+    def generate_tokens(
+        self,
+        prompts: Sequence[list[int]],
+        params: Sequence[SamplingParams],
+        listeners: Sequence[TokenListener | None] | None = None,
+    ) -> list[Completion]:
         """One completion per prompt, the batch decoded together (prompts left-padded, their images
         concatenated in row order, as a processor batches them)."""
-        rows = [self._row(len(prompt), row_params) for prompt, row_params in zip(prompts, params)]
+        rows = self._rows(prompts, params, listeners)
         with autocast(self.device, self.compute_dtype):
             self._sample_rows(rows, self.batch_inputs(prompts))
         return self._completions(rows, prompts)
