@@ -293,7 +293,7 @@ def test_extra_env_copies_share_the_world_and_index(search_cache: Path, small_en
 
 def test_ids_are_registered() -> None:
     ids = {info.id: info for info in agentgym.list_envs() if info.family == "search"}
-    assert set(ids) == {"Search-v0", "Search-Easy-v0", "Search-Hard-v0"}
+    assert set(ids) == {"Search-v0", "Search-Easy-v0", "Search-Hard-v0", "Search-Attack-v0"}
     assert gym.spec("Search-Hard-v0").kwargs.get("difficulty", "hard") == "hard" or ids["Search-Hard-v0"].kwargs == {
         "difficulty": "hard"
     }
