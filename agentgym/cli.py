@@ -172,16 +172,14 @@ def _rescore(args: argparse.Namespace) -> int:
 
 def _prepare(args: argparse.Namespace) -> int:
     from agentgym.evaluation.preparation import prepare_items
-    from agentgym.evaluation.runner import plan
+    from agentgym.evaluation.runner import plan, planned_tasks
 
     if args.suite_name and args.suite:
         raise UsageError("give the suite as SUITE or --suite, not both")
     args.suite = args.suite or args.suite_name
     args.episodes, args.split, args.max_turns = 1, "test", None
     items, _ = _items(args)
-    tasks: dict[str, set[int]] = {}
-    for episode in plan(items, seed=0) if args.suite else ():  # a suite: the tasks it plays; an --env: every task
-        tasks.setdefault(episode.item.label, set()).add(episode.task_id)
+    tasks = planned_tasks(plan(items, seed=0)) if args.suite else None  # a suite: the tasks it plays; --env: all
     failed = prepare_items(items, args.backend, lambda line: print(line, flush=True), tasks)
     problems = {label: reason for label, reason in failed.items() if reason}
     failures = f"; failed: {', '.join(problems)}" if problems else ""

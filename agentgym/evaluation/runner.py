@@ -155,6 +155,14 @@ def plan(items: list[EvalItem], seed: int) -> list[PlannedEpisode]:
     return planned
 
 
+def planned_tasks(planned: list[PlannedEpisode]) -> dict[str, set[int]]:
+    """Each item's label -> the task ids its planned episodes play (what its preparation prepares)."""
+    tasks: dict[str, set[int]] = {}
+    for episode in planned:
+        tasks.setdefault(episode.item.label, set()).add(episode.task_id)
+    return tasks
+
+
 class _EnvThread:
     """A daemon thread that runs one env's calls in order; abandoned if a call hangs."""
 
@@ -656,7 +664,8 @@ async def run_eval(
     ``prepare_concurrency`` at once, while the episodes of ready ids play (``on_prepare(line)`` gets its
     progress lines, ``on_preparing(preparations)`` is called whenever one starts or ends: see
     :class:`~agentgym.evaluation.preparation.Preparations`). ``infra_retries`` bounds the replays of an
-    episode whose env's infrastructure failed; ``family_concurrency`` (family or id -> N) overrides the families' declared limits.
+    episode whose env's infrastructure failed; ``family_concurrency`` (family or id -> N) overrides the
+    families' declared limits.
     ``protocol`` (a published protocol suite's block) is recorded in ``run.json``.
     """
     if action_format == "tools" and system_prompt == DEFAULT_SYSTEM_PROMPT:
@@ -678,14 +687,11 @@ async def run_eval(
         planned = interleave(planned, key=lambda episode: limit_key(episode.item.env, family_concurrency))
     preparations = None
     if prepare:
-        tasks: dict[str, set[int]] = {}
-        for episode in planned:
-            tasks.setdefault(episode.item.label, set()).add(episode.task_id)
         preparations = Preparations(
             items,
             backend,
             on_prepare or (lambda line: None),
-            tasks,
+            planned_tasks(planned),
             prepare_concurrency,
             on_change=(lambda: on_preparing(preparations)) if on_preparing is not None else (lambda: None),
         )
