@@ -220,7 +220,8 @@ def render_screens(
                 with file_lock(data.folder / f"{screen}.lock"):
                     if (data.folder / screen).is_file():  # another process rendered it meanwhile
                         continue
-                    env = env or source.make(env_id)
+                    if env is None:
+                        env = source.make(env_id)
                     pixels = checked_pixels(source.page(env, task["page"]), on_screen[screen])
                     write_screen(data.folder / screen, pixels)
                     made += 1
