@@ -63,7 +63,7 @@ INPUT_ACTIONS: tuple[str, ...] = ("click", "double_click", "right_click", "move"
 #: The env commands a format maps onto, by name; an env declares the ones it takes (``pixel_actions``).
 PIXEL_ACTIONS: tuple[str, ...] = (*INPUT_ACTIONS, "wait", "done")
 #: Wheel notches of a UI-TARS scroll (its executor scrolls by five) and pixels per notch for the
-#: pixel amounts of OpenAI's scroll (the browser's notch, :data:`agentgym.browser.page.WHEEL_NOTCH_PX`).
+#: pixel amounts of OpenAI's scroll (the browser's notch, :data:`agentgym.browser.commands.WHEEL_NOTCH_PX`).
 UI_TARS_SCROLL_NOTCHES = 5
 PIXELS_PER_NOTCH = 100
 #: Qwen2.5-VL's image processor: sides are multiples of 28 pixels, the area within these bounds.

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agentgym.browser.page import BrowserError, BrowserPool, Command, parse_command
+from agentgym.browser.commands import Command, parse_command
+from agentgym.browser.page import BrowserError, BrowserPool
 
 pytestmark = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
 

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 from gymnasium import spaces
 
-from agentgym.browser.page import (
+from agentgym.browser.commands import (
     ACTION_SPACES,
     ACTION_SYNTAX,
     COORDINATE_SYNTAX,
@@ -43,16 +43,12 @@ from agentgym.browser.page import (
     TAB_COMMANDS,
     TAB_SYNTAX,
     ActionSpace,
-    BrowserError,
     Command,
-    Element,
     ElementError,
-    Tab,
     parse_command,
     perform,
-    serialise,
-    settled_evaluate,
 )
+from agentgym.browser.page import BrowserError, Element, Tab, serialise, settled_evaluate
 from agentgym.computer_use import INPUT_ACTIONS
 from agentgym.core import INFRA_ERROR_KEY, InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.utils.marks import Mark, draw_marks, visible_marks

@@ -11,7 +11,7 @@ of page time pass (invalid commands none), so animations, delays, the page's own
 
 Observation: ``{"text": ...}`` (+ ``"screenshot"`` with ``screenshot=True``): the utterance,
 the action syntax, the feedback, then the page (without the query and MiniWoB's score board) with
-element ids. Actions: :data:`~agentgym.browser.page.ACTION_SYNTAX`.
+element ids. Actions: :data:`~agentgym.browser.commands.ACTION_SYNTAX`.
 
 Reward: MiniWoB ends an episode with a raw reward in [-1, 1] (``WOB_RAW_REWARD_GLOBAL``; -1
 for a wrong answer or the time limit) and the time-decayed one (``WOB_REWARD_GLOBAL``, raw x

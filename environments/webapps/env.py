@@ -35,8 +35,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from agentgym.browser.commands import Command, parse_command
 from agentgym.browser.env import BrowserEnv
-from agentgym.browser.page import BrowserError, Command, parse_command
+from agentgym.browser.page import BrowserError
 from agentgym.core import InvalidAction, TaskSplits
 from agentgym.environments.webapps import SPLITS
 from agentgym.environments.webapps.site import DEFAULT_SEED, Site, TenantLease, lease_tenant
