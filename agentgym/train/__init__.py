@@ -2,7 +2,8 @@
 
 ``rollout`` plays groups of episodes as token-in/token-out trajectories; ``advantages``
 holds the estimators; ``loss`` the clipped objective, KL and value loss; ``sft_data`` the expert
-episodes for supervised fine-tuning; ``trainer`` the loop; ``config`` the YAML schema; ``cli`` the
-``agentgym train`` command. Needs the ``train`` extra (torch, transformers, peft; tensorboard for
-its logs).
+episodes for supervised fine-tuning; ``selfplay`` the rollouts on multi-agent games (self-play,
+opponent pools); ``roles`` teams of roles of one model on one env; ``trainer`` the loop; ``config``
+the YAML schema; ``cli`` the ``agentgym train`` command. Needs the ``train`` extra (torch,
+transformers, peft; tensorboard for its logs).
 """

@@ -287,7 +287,13 @@ class SelfPlay:
 
     # ------------------------------------------------------------------------------ rollout
     def rollout(
-        self, iteration: int, groups: int, group_size: int, rng: random.Random, max_moves: int, seed_of: Any
+        self,
+        iteration: int,
+        groups: int,
+        group_size: int,
+        rng: random.Random,
+        max_moves: int,
+        seed_of: Callable[[int, int], int],
     ) -> list[Trajectory]:
         """Play ``groups`` groups of ``group_size`` games (one task, opponent and learner seat per group)."""
         if iteration % self.settings.snapshot_every == 0:

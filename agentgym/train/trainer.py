@@ -9,6 +9,8 @@ logprobs before the update (``Scores``), ``advantages`` turns rewards into per-t
 (and PPO's returns), ``update`` runs the minibatch epochs, and ``log`` gathers the metrics.
 Supervised fine-tuning (``algorithm.name: sft``) replaces all of that with ``sft_step``: one step
 of cross-entropy on the assistant's tokens of expert episodes (:mod:`agentgym.train.sft_data`).
+With ``selfplay`` the rollouts are multi-agent games (self-play, opponent pools, teams of roles) and
+GRPO's baselines are kept per game and role (:mod:`agentgym.train.selfplay`); the rest is the same.
 """
 
 from __future__ import annotations
