@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -113,8 +114,14 @@ def random_transcripts(setting: Setting, count: int, rng: random.Random) -> list
 
 def build_model(setting: Setting, folder: Path) -> Path:
     """A word-level tokenizer of the env's words and a randomly initialised Llama of the setting's size."""
-    pre = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
     texts = [message["content"] for chat in random_transcripts(setting, 100, random.Random(0)) for message in chat]
+    context = 512 if setting.max_turns <= 6 else 2048
+    return word_level_model(texts, folder, setting.hidden, setting.layers, context)
+
+
+def word_level_model(texts: list[str], folder: Path, hidden: int, layers: int, context: int) -> Path:
+    """A word-level tokenizer of the words of ``texts`` and a random Llama (seeded), saved in ``folder``."""
+    pre = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
     words = sorted({word for text in texts for word, _ in pre.pre_tokenize_str(text)})
     special = ["<pad>", "<unk>", "</s>", "<|system|>", "<|user|>", "<|assistant|>"]
     backend = Tokenizer(models.WordLevel({token: i for i, token in enumerate(special + words)}, unk_token="<unk>"))
@@ -127,12 +134,12 @@ def build_model(setting: Setting, folder: Path) -> Path:
     tokenizer.chat_template = CHAT_TEMPLATE
     config = LlamaConfig(
         vocab_size=len(tokenizer),
-        hidden_size=setting.hidden,
-        intermediate_size=2 * setting.hidden,
-        num_hidden_layers=setting.layers,
-        num_attention_heads=4 if setting.hidden < 256 else setting.hidden // 64,
-        num_key_value_heads=4 if setting.hidden < 256 else setting.hidden // 64,
-        max_position_embeddings=512 if setting.max_turns <= 6 else 2048,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4 if hidden < 256 else hidden // 64,
+        num_key_value_heads=4 if hidden < 256 else hidden // 64,
+        max_position_embeddings=context,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.eos_token_id,
         eos_token_id=tokenizer.eos_token_id,
@@ -149,14 +156,31 @@ def warm_up(setting: Setting, folder: Path) -> float:
     Predicting the observations teaches the model to read the board; predicting the replies
     teaches the format and the random policy's uniform choice (not where to go).
     """
+    learning_rate = 3e-3 if setting.hidden < 256 else 1e-3
+
+    def draw(rng: random.Random) -> list[list[dict[str, str]]]:
+        return random_transcripts(setting, setting.warm_up_batch, rng)
+
+    return next_token_warm_up(folder, draw, setting.warm_up_steps, learning_rate, setting.device)
+
+
+def next_token_warm_up(
+    folder: Path,
+    draw: Callable[[random.Random], list[list[dict[str, str]]]],
+    steps: int,
+    learning_rate: float,
+    device: str,
+) -> float:
+    """``steps`` steps of next-token prediction on every token of the chats ``draw`` gives; saves the model in
+    ``folder`` and returns the final loss."""
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder).to(setting.device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3 if setting.hidden < 256 else 1e-3)
+    model = AutoModelForCausalLM.from_pretrained(folder).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     rng = random.Random(1)
     loss = torch.tensor(0.0)
-    batch = setting.warm_up_batch
-    for _ in range(setting.warm_up_steps):
-        chats = random_transcripts(setting, batch, rng)
+    for _ in range(steps):
+        chats = draw(rng)
+        batch = len(chats)
         rows = [
             tokenizer(tokenizer.apply_chat_template(chat, tokenize=False), add_special_tokens=False).input_ids
             for chat in chats
@@ -164,9 +188,9 @@ def warm_up(setting: Setting, folder: Path) -> float:
         ids = torch.full((batch, max(map(len, rows))), tokenizer.pad_token_id)
         for i, row in enumerate(rows):
             ids[i, : len(row)] = torch.tensor(row)
-        ids = ids.to(setting.device)
+        ids = ids.to(device)
         padding = ids == tokenizer.pad_token_id
-        with torch.autocast(setting.device, dtype=torch.bfloat16, enabled=setting.device != "cpu"):
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=device != "cpu"):
             logits_loss = model(input_ids=ids, attention_mask=(~padding).long(), labels=ids.masked_fill(padding, -100))
         loss = logits_loss.loss
         optimizer.zero_grad()
