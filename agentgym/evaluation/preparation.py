@@ -121,6 +121,7 @@ class Preparations:
 
     @property
     def total(self) -> int:
+        """Preparations of the run."""
         return len(self._items)
 
     @property
@@ -152,11 +153,6 @@ class Preparations:
         """Wait until ``label``'s env is prepared; ``None`` (ready, or nothing to prepare) or why it failed."""
         ended = self._ended.get(label)
         return None if ended is None else await asyncio.shield(ended)
-
-    def ready_now(self, label: str) -> bool:
-        """Whether ``label`` needs no preparation or its preparation has ended."""
-        ended = self._ended.get(label)
-        return ended is None or ended.done()
 
     async def aclose(self) -> None:
         """Cancel what has not started; a preparation running in its thread is left to end by itself."""
