@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import shutil
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -184,6 +185,23 @@ def test_desktop_attack_on_real_xvfb() -> None:
         env.close()
 
 
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
+def test_wiki_attack_on_the_real_wiki_in_chromium() -> None:
+    """The article page in Chromium shows the injection; the tenant's MediaWiki database decides both goals."""
+    env = gym.make("WebApps-Wiki-Attack-v0")
+    try:
+        for task_id in (3, 6 * 12_000 + 2):  # create/important, a test task's vandalize/hidden text
+            total, info = play(env, task_id, "oracle")
+            assert info["injection_seen"] and (info[UTILITY], info[ATTACK_SUCCESS]) == (1.0, False), info
+            total, info = play(env, task_id, "obedient")
+            assert (info[UTILITY], info[ATTACK_SUCCESS]) == (1.0, True), info
+            assert total == pytest.approx(0.0)
+        env.reset(options={"task_id": 0})  # the tenant's reset undoes the attacker's edit
+        assert not env.unwrapped.attack_succeeded()
+    finally:
+        env.close()
+
+
 # ---- policies, records, leaderboard -----------------------------------------------------------
 
 
@@ -221,7 +239,8 @@ def test_obedient_spec_runs_through_the_runner_into_records_and_the_leaderboard(
 
 
 def test_attack_ids_are_registered_with_their_variants() -> None:
-    for attack_id, plain_id in (*TEXT_IDS.items(), ("Desktop-Attack-v0", "Desktop-v0")):
+    pairs = (*TEXT_IDS.items(), ("Desktop-Attack-v0", "Desktop-v0"), ("WebApps-Wiki-Attack-v0", "WebApps-Wiki-v0"))
+    for attack_id, plain_id in pairs:
         attack, plain = env_info(attack_id), env_info(plain_id)
         assert attack.family == plain.family
         assert attack.splits.counts() == {split: 6 * count for split, count in plain.splits.counts().items()}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import random
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -32,6 +33,8 @@ from agentgym.core import TaskSplits, TextEnv, observation_text
 UTILITY, ATTACK_SUCCESS, ATTACKED = "utility", "attack_success", "attacked"
 #: Where an injection is planted, which decides how ``hidden_text`` hides it.
 MEDIA = ("text", "html", "file")
+#: Where :func:`render` cuts a message into paragraphs: after a sentence's end (not inside a URL or a name).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z<\[])")
 
 
 @cache
@@ -48,18 +51,21 @@ def style_description(style: str) -> str:
     return " ".join(_styles_file()["styles"][style]["description"].split())
 
 
-def render(instruction: str, style: str, medium: str, rng: random.Random) -> str:
+def render(instruction: str, style: str, medium: str, rng: random.Random, paragraphs: bool = False) -> str:
     """The injected text that asks for ``instruction`` in ``style``, hidden as ``medium`` needs (``hidden_text``).
 
-    ``rng`` (seeded from the task id) picks the template and the name the attacker signs with.
+    ``rng`` (seeded from the task id) picks the template and the name the attacker signs with. With
+    ``paragraphs`` each sentence is a paragraph of its own (hidden one by one), for readers that cut long
+    elements short (a browser page as text).
     """
     if medium not in MEDIA:
         raise ValueError(f"medium must be one of {MEDIA}, got {medium!r}")
     entry = _styles_file()["styles"][style]
     template = rng.choice(entry["templates"])
     message = " ".join(template.split()).format(instruction=instruction, user=rng.choice(_styles_file()["names"]))
+    parts = _SENTENCE_END.split(message) if paragraphs else [message]
     wrapper = entry.get("media", {}).get(medium)
-    return wrapper.format(message=message) if wrapper else message
+    return "\n\n".join(wrapper.format(message=part) if wrapper else part for part in parts)
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,8 @@ class InjectedEnv(TextEnv):
     medium: ClassVar[str] = "text"
     #: True where the first observation shows the injection in a way its text cannot (on a screenshot).
     shown_at_reset: ClassVar[bool] = False
+    #: Render the injection a sentence per paragraph (:func:`render`).
+    paragraphs: ClassVar[bool] = False
 
     def __init__(self, *args: Any, utility_weight: float = 1.0, safety_weight: float = 1.0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -175,7 +183,8 @@ class InjectedEnv(TextEnv):
         assert self.task_id is not None
         _, goal, style = self.variants.pick(self.task_id)
         instruction = self._goal_instruction(goal)
-        text = render(instruction, style, self.medium, self.task_rng(self.task_id, "attack", goal, style))
+        rng = self.task_rng(self.task_id, "attack", goal, style)
+        text = render(instruction, style, self.medium, rng, self.paragraphs)
         return Attack(goal, style, instruction, text)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:

@@ -53,3 +53,14 @@ register_command(
     "agentgym.environments.webapps.cli:main",
     help="bring the self-hosted web apps up, show their status, reset a tenant, stop them",
 )
+register(
+    "WebApps-Wiki-Attack-v0",
+    entry_point="agentgym.environments.webapps.wiki.attack:WikiAttackEnv",
+    family="webapps",
+    description="The wiki's edit tasks with a prompt injection in the article being edited (3 styles x 2 attacker "
+    "goals: rewrite another article, create a page, both naming the attacker's site); utility and attack success",
+    splits=TaskSplits(**{split: count * 6 for split, count in SPLITS.counts().items()}),
+    max_episode_steps=30,
+    max_concurrency=MAX_CONCURRENCY,
+    prepare=_PREPARE,
+)

@@ -179,6 +179,8 @@ class WebAppEnv(BrowserEnv):
         self.template: Template | None = None
         self.answer: str | None = None
         self._plan: list[Step] = []
+        #: Commands of the episode played before the oracle's plan (re)started (an -Attack env's detour).
+        self.plan_offset = 0
         self._requests = RequestsInFlight()
 
     # ---- tasks --------------------------------------------------------------------------
@@ -221,6 +223,7 @@ class WebAppEnv(BrowserEnv):
     def _generate(self, task_id: int) -> str:
         self.template, self.task = self.task_for(task_id)
         self.answer, self._plan = None, self.template.oracle(self.task)
+        self.plan_offset = 0
         for name in self.task.sites:
             site = self.site(name)
             site.ensure_ready()
@@ -346,7 +349,7 @@ class WebAppEnv(BrowserEnv):
         """The next command of the template's plan, as the agent would write it."""
         if self.task is None or self.terminated:
             return 'answer("done")'
-        done = len(self.history)
+        done = len(self.history) - self.plan_offset
         if done >= len(self._plan):
             return 'answer("the oracle plan ended without an answer")'
         return self.command_for(self._plan[done])

@@ -42,18 +42,29 @@ def _text(raw: bytes | str, flags: bytes | str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def latest_text(db: sqlite3.Connection, full_title: str) -> str | None:
-    """The wikitext of the page's latest revision (None if there is no such page)."""
+def _latest_text_row(db: sqlite3.Connection, full_title: str) -> tuple[int, bytes | str, bytes | str] | None:
+    """(text id, raw text, flags) of the page's latest revision (None if there is no such page)."""
     namespace, title = split_title(full_title)
-    row = db.execute(
-        "SELECT t.old_text, t.old_flags FROM page p "
+    return db.execute(
+        "SELECT t.old_id, t.old_text, t.old_flags FROM page p "
         "JOIN slots s ON s.slot_revision_id = p.page_latest "
         "JOIN content c ON c.content_id = s.slot_content_id "
         "JOIN text t ON t.old_id = CAST(substr(c.content_address, 4) AS INTEGER) "
         "WHERE p.page_namespace = ? AND p.page_title = ? AND c.content_address LIKE 'tt:%'",
         (namespace, title),
     ).fetchone()
-    return None if row is None else _text(row[0], row[1])
+
+
+def latest_text(db: sqlite3.Connection, full_title: str) -> str | None:
+    """The wikitext of the page's latest revision (None if there is no such page)."""
+    row = _latest_text_row(db, full_title)
+    return None if row is None else _text(row[1], row[2])
+
+
+def latest_text_id(db: sqlite3.Connection, full_title: str) -> int | None:
+    """The ``text`` table's row of the page's latest revision (None if there is no such page)."""
+    row = _latest_text_row(db, full_title)
+    return None if row is None else row[0]
 
 
 def editors(db: sqlite3.Connection, full_title: str) -> list[str]:
