@@ -1,34 +1,6 @@
-"""Computer-use action formats: how GUI agents are trained to act, mapped onto an env's pixel actions.
-
-A GUI model acts in the format it was trained on, and each format measures the screen its own way.
-This module reads one action in any of these formats and turns it into the env's own command on
-screen pixels (``click(412, 230)``, ``type("hello")``, ...):
-
-========================  ==============================  ======================================================
-format                    what the model emits            coordinates
-========================  ==============================  ======================================================
-``pyautogui``             OSWorld's pyautogui code        screen pixels
-``qwen-computer``         Qwen2.5-VL ``computer_use``     pixels of the image the model saw, as Qwen's processor
-                          function calls                  resizes it (:func:`smart_resize` of the sent image)
-``qwen-mobile``           Qwen2.5-VL ``mobile_use`` calls the same
-``ui-tars``               UI-TARS action strings          relative: 0-1000 across the screenshot
-``anthropic``             Anthropic's computer tool       pixels of the sent image (its display size)
-``openai``                OpenAI's computer-use actions   pixels of the sent image (its display size)
-========================  ==============================  ======================================================
-
-The *sent image* is the screenshot as the chat wrapper sends it: scaled down (aspect kept) to the
-image budget ``max_pixels`` (:func:`agentgym.images.fit_pixels`). Conversions are exact
-functions of the sizes (:class:`Geometry`); a point outside the format's coordinate range, a
-malformed call or an action the env does not have raises :class:`FormatError`, whose message is
-meant for the agent.
-
-An env takes these formats when it declares ``pixel_actions``, the names of the commands it takes
-on screen pixels, from :data:`PIXEL_ACTIONS` (in the syntax :meth:`PixelAction.command` writes):
-Desktop-v0 takes all of them, the browser envs with ``actions="coordinates"`` or ``"both"`` the
-pointer and keyboard ones, a grounding env ``click``. The wrapper
-:class:`agentgym.wrappers.computer_use.ComputerUseWrapper` (and ``ChatWrapper(action_format=...)``,
-``agentgym eval --action-format``) applies a format to an env. The formats' instructions and tool
-declarations are data: ``computer_use.yaml`` beside this module. See docs/computer-use.md.
+"""The formats' readers: each turns what a model produced in its format (a reply, a tool call, a provider's block)
+into a :class:`~agentgym.computer_use.screen.PixelAction`, or a :class:`~agentgym.computer_use.screen.FormatError`
+that says why not. :mod:`agentgym.computer_use` names them in its registry of formats.
 """
 
 from __future__ import annotations
@@ -38,234 +10,29 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from fractions import Fraction
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
-from agentgym.images import fit_pixels
+from agentgym.computer_use.screen import (
+    PIXELS_PER_NOTCH,
+    UI_TARS_SCROLL_NOTCHES,
+    FormatError,
+    PixelAction,
+    Reading,
+)
 from agentgym.reply_text import strip_thinking
 from agentgym.tool_parsing import parse_tool_calls
 from agentgym.tools import ToolCallError, check_arguments, read_action
 
-#: The computer-use formats, as ``--action-format`` names them.
-FORMATS: tuple[str, ...] = ("pyautogui", "qwen-computer", "qwen-mobile", "ui-tars", "anthropic", "openai")
-#: The formats whose actions are function tool calls (the others are text replies).
-TOOL_FORMATS: tuple[str, ...] = ("qwen-computer", "qwen-mobile", "anthropic", "openai")
-Scale = Literal["screen", "image", "qwen", "relative"]
-#: The relative scale's range (UI-TARS): 0 at the top-left, 1000 at the bottom-right.
-RELATIVE_RANGE = 1000
-#: The pointer and keyboard commands among them (a browser's coordinate action space takes these).
-INPUT_ACTIONS: tuple[str, ...] = ("click", "double_click", "right_click", "move", "drag", "scroll", "type", "key")
-#: The env commands a format maps onto, by name; an env declares the ones it takes (``pixel_actions``).
-PIXEL_ACTIONS: tuple[str, ...] = (*INPUT_ACTIONS, "wait", "done")
-#: Wheel notches of a UI-TARS scroll (its executor scrolls by five) and pixels per notch for the
-#: pixel amounts of OpenAI's scroll (the browser's notch, :data:`agentgym.browser.commands.WHEEL_NOTCH_PX`).
-UI_TARS_SCROLL_NOTCHES = 5
-PIXELS_PER_NOTCH = 100
-#: Qwen2.5-VL's image processor: sides are multiples of 28 pixels, the area within these bounds.
-QWEN_FACTOR = 28
-QWEN_MIN_PIXELS = 4 * 28 * 28
-QWEN_MAX_PIXELS = 16384 * 28 * 28
 
-
-class FormatError(ValueError):
-    """An action that cannot be read in its format or played on the env; the message is for the agent."""
-
-
-@dataclass(frozen=True)
-class PixelAction:
-    """One env command on screen pixels: ``name`` (of :data:`PIXEL_ACTIONS`) and its arguments."""
-
-    name: str
-    args: tuple[Any, ...] = ()
-
-    def command(self) -> str:
-        """The env's text command: ``click(412, 230)``, ``scroll(10, 20, 0, 3)``, ``type("hi")``, ``done()``."""
-        written = (json.dumps(arg, ensure_ascii=False) if isinstance(arg, str) else _number(arg) for arg in self.args)
-        return f"{self.name}({', '.join(written)})"
-
-    def point(self) -> tuple[int, int] | None:
-        """Where the pointer is after it (None for keyboard actions and waits)."""
-        if self.name in ("click", "double_click", "right_click", "move", "scroll"):
-            return int(self.args[0]), int(self.args[1])
-        if self.name == "drag":
-            return int(self.args[2]), int(self.args[3])
-        return None
-
-
-def _number(value: Any) -> str:
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-
-
-def smart_resize(
-    width: int,
-    height: int,
-    factor: int = QWEN_FACTOR,
-    min_pixels: int = QWEN_MIN_PIXELS,
-    max_pixels: int = QWEN_MAX_PIXELS,
-) -> tuple[int, int]:
-    """The (width, height) Qwen2-VL / Qwen2.5-VL's image processor resizes an image to: both sides
-    multiples of ``factor``, nearest to the original, the area within [min_pixels, max_pixels].
-
-    >>> smart_resize(1280, 720)
-    (1288, 728)
-    """
-    if max(width, height) / min(width, height) > 200:
-        raise ValueError(f"Qwen's processor takes aspect ratios up to 200, got {width}x{height}")
-    resized_height = max(factor, round(height / factor) * factor)
-    resized_width = max(factor, round(width / factor) * factor)
-    if resized_height * resized_width > max_pixels:
-        beta = math.sqrt(height * width / max_pixels)
-        resized_height = max(factor, math.floor(height / beta / factor) * factor)
-        resized_width = max(factor, math.floor(width / beta / factor) * factor)
-    elif resized_height * resized_width < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        resized_height = math.ceil(height * beta / factor) * factor
-        resized_width = math.ceil(width * beta / factor) * factor
-    return resized_width, resized_height
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """The sizes a format's coordinates are converted between: the env's screen and the image sent.
-
-    ``image`` is the screenshot as the model is shown it (the screen scaled to the image budget).
-    """
-
-    screen: tuple[int, int]
-    image: tuple[int, int]
-
-    @classmethod
-    def for_screen(cls, width: int, height: int, max_pixels: int | None) -> Geometry:
-        """The geometry of a ``width`` x ``height`` screen sent under the image budget ``max_pixels``."""
-        return cls((width, height), fit_pixels(width, height, max_pixels))
-
-    def space(self, scale: Scale) -> tuple[int, int]:
-        """The (width, height) of a scale's coordinate range."""
-        if scale == "screen":
-            return self.screen
-        if scale == "image":
-            return self.image
-        if scale == "qwen":
-            return smart_resize(*self.image)
-        return RELATIVE_RANGE, RELATIVE_RANGE
-
-    def to_screen(self, x: Any, y: Any, scale: Scale) -> tuple[int, int]:
-        """The screen pixel a point of ``scale`` falls on; :class:`FormatError` if it is not a point in range.
-
-        Pixel scales (screen, image, qwen) name a pixel by its index: the screen pixel is the one under
-        that pixel's centre, ``floor((x + 0.5) * screen / space)``. The relative scale names a position,
-        ``x / 1000`` of the way across: ``floor(x * screen / 1000)``, the right and bottom edges (1000)
-        falling on the last pixel.
-        """
-        width, height = self.space(scale)
-        point = []
-        for value, size, screen, axis in ((x, width, self.screen[0], "x"), (y, height, self.screen[1], "y")):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise FormatError(f"the {axis} coordinate must be a number, got {json.dumps(value, default=str)[:40]}")
-            limit = size if scale == "relative" else size - 1
-            if not 0 <= value <= limit:
-                raise FormatError(
-                    f"the {axis} coordinate {value:g} is outside the {_scale_words(scale, width, height)}: "
-                    f"{axis} must be from 0 to {limit}"
-                )
-            exact = Fraction(value) if scale == "relative" else Fraction(value) + Fraction(1, 2)
-            point.append(min(screen - 1, math.floor(exact * screen / size)))
-        return point[0], point[1]
-
-    def from_screen(self, x: float, y: float, scale: Scale) -> tuple[float, float]:
-        """A point of ``scale`` that :meth:`to_screen` maps onto screen pixel (x, y) (for examples and tests)."""
-        width, height = self.space(scale)
-        if scale == "relative":
-            return (x + 0.5) * width / self.screen[0], (y + 0.5) * height / self.screen[1]
-        return (x + 0.5) * width / self.screen[0] - 0.5, (y + 0.5) * height / self.screen[1] - 0.5
-
-
-def _scale_words(scale: Scale, width: int, height: int) -> str:
-    if scale == "relative":
-        return "relative 0-1000 range"
-    what = {"screen": "screen", "image": "screenshot", "qwen": "screenshot"}[scale]
-    return f"{width}x{height} {what}"
-
-
-# ---- reading actions ------------------------------------------------------------------------
-
-
-@dataclass
-class Reading:
-    """What a format reader gets besides the action: the geometry and where the pointer is (screen pixels)."""
-
-    geometry: Geometry
-    pointer: tuple[int, int]
-
-    def at(self, x: Any, y: Any, scale: Scale) -> tuple[int, int]:
-        return self.geometry.to_screen(x, y, scale)
-
-    def pair(self, value: Any, scale: Scale, what: str = "coordinate") -> tuple[int, int]:
-        """A ``[x, y]`` array argument as a screen point."""
-        if not isinstance(value, list | tuple) or len(value) != 2:
-            raise FormatError(f"{what} must be [x, y], got {json.dumps(value, default=str)[:60]}")
-        return self.at(value[0], value[1], scale)
-
-
-@dataclass(frozen=True)
-class ComputerUseFormat:
-    """One format: its name, title, coordinate scale, instructions template and (tool formats) tool."""
-
-    name: str
-    title: str
-    scale: Scale
-    instructions_template: str
-    tool_spec: Mapping[str, Any] | None
-    reader: Callable[[Any, Reading], PixelAction]
-
-    def space(self, geometry: Geometry) -> tuple[int, int]:
-        """The (width, height) of this format's coordinate range for ``geometry``."""
-        return geometry.space(self.scale)
-
-    def _fill(self, text: str, geometry: Geometry) -> str:
-        width, height = self.space(geometry)
-        screen_width, screen_height = geometry.screen
-        return (
-            text.replace("{width}", str(width))
-            .replace("{height}", str(height))
-            .replace("{screen_width}", str(screen_width))
-            .replace("{screen_height}", str(screen_height))
-        )
-
-    def instructions(self, geometry: Geometry) -> str:
-        """How to act in this format, for the first observation."""
-        return self._fill(self.instructions_template, geometry)
-
-    def tools(self, geometry: Geometry) -> list[dict[str, Any]] | None:
-        """The function tool to offer (OpenAI ``tools=[...]`` shape), or None for a text format."""
-        if self.tool_spec is None:
-            return None
-        spec = self.tool_spec
-        return [
-            {
-                "type": "function",
-                "function": {
-                    "name": spec["name"],
-                    "description": self._fill(spec["description"], geometry),
-                    "parameters": json.loads(json.dumps(spec["parameters"])),
-                },
-            }
-        ]
-
-    def read(self, action: Any, geometry: Geometry, pointer: tuple[int, int] | None = None) -> PixelAction:
-        """The env command ``action`` asks for; :class:`FormatError` says why there is none.
-
-        ``action`` is what the model produced: the reply text, an assistant message (with
-        ``tool_calls``), one tool call, or (hosted formats) the provider's own block. ``pointer`` is
-        where the mouse is (default: the screen's centre), for actions at the cursor.
-        """
-        centre = (geometry.screen[0] // 2, geometry.screen[1] // 2)
-        return self.reader(action, Reading(geometry, pointer or centre))
+@cache
+def format_specs() -> dict[str, Any]:
+    """Each format's data in ``formats.yaml``: title, scale, instructions and (tool formats) the tool declaration."""
+    text = resources.files("agentgym.computer_use").joinpath("formats.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
 
 
 def _tool_arguments(action: Any, name: str, spec: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -468,7 +235,7 @@ def _read_pyautogui(action: Any, reading: Reading) -> PixelAction:
 
 
 def _read_qwen_computer(action: Any, reading: Reading) -> PixelAction:
-    spec = _format_specs()["qwen-computer"]["tool"]
+    spec = format_specs()["qwen-computer"]["tool"]
     arguments = _tool_arguments(action, "computer_use", spec)
     kind = arguments["action"]
 
@@ -497,7 +264,7 @@ def _read_qwen_computer(action: Any, reading: Reading) -> PixelAction:
 
 
 def _read_qwen_mobile(action: Any, reading: Reading) -> PixelAction:
-    spec = _format_specs()["qwen-mobile"]["tool"]
+    spec = format_specs()["qwen-mobile"]["tool"]
     arguments = _tool_arguments(action, "mobile_use", spec)
     kind = arguments["action"]
     if kind == "click":
@@ -620,13 +387,13 @@ def _anthropic_input(action: Any) -> dict[str, Any]:
             tool_input = uses[0].get("input")
             if not isinstance(tool_input, Mapping):
                 raise FormatError("the tool use's input must be an object")
-            spec = _format_specs()["anthropic"]["tool"]
+            spec = format_specs()["anthropic"]["tool"]
             try:
                 check_arguments(spec["parameters"], dict(tool_input))
             except ToolCallError as error:
                 raise FormatError(f"computer: {error}") from None
             return dict(tool_input)
-    return _tool_arguments(action, "computer", _format_specs()["anthropic"]["tool"])
+    return _tool_arguments(action, "computer", format_specs()["anthropic"]["tool"])
 
 
 def _read_anthropic(action: Any, reading: Reading) -> PixelAction:
@@ -676,7 +443,7 @@ def _openai_action(action: Any) -> dict[str, Any]:
                 raise FormatError(f"{len(actions)} actions in one call; this environment plays one per step")
             inner = actions[0]
     else:
-        inner = _tool_arguments(action, "computer", _format_specs()["openai"]["tool"]).get("action")
+        inner = _tool_arguments(action, "computer", format_specs()["openai"]["tool"]).get("action")
     if not isinstance(inner, Mapping) or not isinstance(inner.get("type"), str):
         raise FormatError('the action must be an object with a "type", e.g. {"type": "click", "x": 10, "y": 20}')
     return dict(inner)
@@ -726,9 +493,8 @@ def _notches(pixels: Any, what: str) -> int:
     return int(math.copysign(max(1, round(abs(pixels) / PIXELS_PER_NOTCH)), pixels))
 
 
-# ---- the registry of formats -------------------------------------------------------------------------
-
-_READERS: dict[str, Callable[[Any, Reading], PixelAction]] = {
+#: Each format's reader, by name (the formats' registry, :func:`agentgym.computer_use.get_format`, reads it).
+READERS: dict[str, Callable[[Any, Reading], PixelAction]] = {
     "pyautogui": _read_pyautogui,
     "qwen-computer": _read_qwen_computer,
     "qwen-mobile": _read_qwen_mobile,
@@ -736,42 +502,3 @@ _READERS: dict[str, Callable[[Any, Reading], PixelAction]] = {
     "anthropic": _read_anthropic,
     "openai": _read_openai,
 }
-
-
-@cache
-def _format_specs() -> dict[str, Any]:
-    text = resources.files("agentgym").joinpath("computer_use.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
-
-
-def get_format(name: str) -> ComputerUseFormat:
-    """The format called ``name`` (one of :data:`FORMATS`)."""
-    if name not in FORMATS:
-        raise ValueError(f"unknown computer-use format {name!r}; the formats are {', '.join(FORMATS)}")
-    spec = _format_specs()[name]
-    return ComputerUseFormat(
-        name=name,
-        title=spec["title"],
-        scale=spec["scale"],
-        instructions_template=spec["instructions"],
-        tool_spec=spec.get("tool"),
-        reader=_READERS[name],
-    )
-
-
-def anthropic_tool(geometry: Geometry) -> dict[str, Any]:
-    """Anthropic's own declaration of its computer tool for ``geometry`` (for the Messages API's ``tools``):
-    the display is the image sent, whose pixels its coordinates are."""
-    width, height = geometry.image
-    return {"type": "computer_20250124", "name": "computer", "display_width_px": width, "display_height_px": height}
-
-
-def openai_tool(geometry: Geometry, environment: str = "browser") -> dict[str, Any]:
-    """OpenAI's own declaration of its computer-use tool for ``geometry`` (for the Responses API's ``tools``)."""
-    width, height = geometry.image
-    return {
-        "type": "computer_use_preview",
-        "display_width": width,
-        "display_height": height,
-        "environment": environment,
-    }
