@@ -17,7 +17,12 @@ import gymnasium as gym
 from agentgym.core import observation_text
 from agentgym.evaluation.table import format_table
 from agentgym.registry import UnknownEnvError, env_info, list_commands, list_envs, parse_limits
-from agentgym.serving.auth import add_key_arguments, keys_from_args
+from agentgym.serving.auth import (
+    add_key_arguments,
+    add_request_quota_arguments,
+    keys_from_args,
+    request_quotas_from_args,
+)
 from agentgym.serving.server import SERVE_HELP, serve_from_args
 from agentgym.serving.server import add_arguments as add_serve_arguments
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
@@ -370,9 +375,11 @@ def _serve_model(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         api_keys=keys_from_args(args),
         allow_unauthenticated=args.allow_unauthenticated,
+        quotas=request_quotas_from_args(args),
         # Left out when not given: serve()'s defaults hold (0 turns the limit or the cache off).
         **({} if args.max_batch_tokens is None else {"max_batch_tokens": args.max_batch_tokens or None}),
         **({} if args.prefix_cache_tokens is None else {"prefix_cache_tokens": args.prefix_cache_tokens}),
+        **({} if args.max_body_bytes is None else {"max_body_bytes": args.max_body_bytes}),
     )
     return 0
 
@@ -625,7 +632,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--quantize", choices=("int8",), help="int8 weights on CPU: 2-3x faster, replies may differ (see docs)"
     )
     serve_model.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    serve_model.add_argument(
+        "--max-body-bytes",
+        type=int,
+        metavar="BYTES",
+        help="largest request body; more gets HTTP 413 (default 64 MiB: chats may carry screenshots)",
+    )
     add_key_arguments(serve_model)
+    add_request_quota_arguments(serve_model)
     serve_model.set_defaults(run=_serve_model)
 
     return parser

@@ -144,5 +144,10 @@ def test_serve_model_flags_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> 
     assert cli.main(flags) == 0
     assert (seen["quantize"], seen["max_batch_tokens"], seen["prefix_cache_tokens"]) == ("int8", None, 64)
     seen.clear()
+    quota_flags = ["--max-requests-per-client", "4", "--request-rate", "2", "--max-body-bytes", "1000"]
+    assert cli.main(["serve-model", "smollm2", *quota_flags]) == 0
+    quotas = seen["quotas"]
+    assert (quotas.per_client, quotas.buckets.rate, seen["max_body_bytes"]) == (4, 2.0, 1000)
+    seen.clear()
     assert cli.main(["serve-model", "smollm2"]) == 0
-    assert "max_batch_tokens" not in seen and "prefix_cache_tokens" not in seen, "serve()'s defaults hold"
+    assert not {"max_batch_tokens", "prefix_cache_tokens", "max_body_bytes"} & set(seen), "serve()'s defaults hold"

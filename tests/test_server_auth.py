@@ -19,6 +19,7 @@ from agentgym.cli import main as cli_main
 from agentgym.serving.auth import (
     API_KEYS_ENV,
     POLICY_VIOLATION,
+    RequestQuotas,
     SessionQuotas,
     check_exposure,
     is_loopback,
@@ -297,3 +298,45 @@ def test_serve_model_refuses_without_its_key_and_the_openai_policy_sends_it(
     monkeypatch.delenv(API_KEYS_ENV, raising=False)  # it refuses before it loads the model
     assert cli_main(["serve-model", "nothing", "--host", "0.0.0.0", "--port", "0"]) == 2
     assert "refusing to listen on '0.0.0.0' without an API key" in capsys.readouterr().err
+
+
+def test_serve_model_quotas_answer_429_per_key_and_a_big_body_413(tiny_model_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from agentgym.llm.generation import Generator
+    from agentgym.llm.serve_model import create_app as model_app
+
+    now = [0.0]
+    quotas = RequestQuotas(per_client=1, rate=1.0, burst=2, clock=lambda: now[0])
+    generator = Generator.from_pretrained(tiny_model_path, device="cpu")
+    app = model_app(generator, "tiny", api_keys=[KEY, "other-key"], quotas=quotas, max_body_bytes=2000)
+    chat = {"model": "tiny", "messages": [{"role": "user", "content": "Where next?"}], "max_tokens": 2}
+    with serving_in_thread(app) as url:
+        for _ in range(2):
+            assert httpx.post(f"{url}/v1/chat/completions", json=chat, headers=bearer(KEY)).status_code == 200
+        refused = httpx.post(f"{url}/v1/chat/completions", json=chat, headers=bearer(KEY))
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+        error = refused.json()["error"]
+        assert (
+            error["type"] == "RateLimitError" and "key 1" in error["message"] and "--request-rate" in error["message"]
+        )
+        assert KEY not in refused.text, "a client is named by its key's place, never the key"
+        assert httpx.post(f"{url}/v1/chat/completions", json=chat, headers=bearer("other-key")).status_code == 200
+        assert httpx.get(f"{url}/health").status_code == 200, "liveness probes pass every quota"
+        now[0] = 1.0
+        assert httpx.get(f"{url}/v1/models", headers=bearer(KEY)).status_code == 200, "the bucket refilled"
+        big = chat | {"messages": [{"role": "user", "content": "x" * 5000}]}
+        response = httpx.post(f"{url}/v1/chat/completions", json=big, headers=bearer("other-key"))
+        assert response.status_code == 413 and response.json()["error"]["type"] == "PayloadTooLargeError"
+    assert quotas.in_flight == {}, "every admitted request was released"
+
+
+def test_a_client_over_its_requests_in_flight_gets_429() -> None:
+    quotas = RequestQuotas(per_client=2)
+    quotas.admit("key 1")
+    quotas.admit("key 1")
+    with pytest.raises(Exception, match="maximum of 2 requests in flight"):
+        quotas.admit("key 1")
+    quotas.admit("key 2")
+    quotas.release("key 1")
+    quotas.admit("key 1")
+    assert quotas.in_flight == {"key 1": 2, "key 2": 1}

@@ -82,7 +82,16 @@ from agentgym.llm.generation import (
 from agentgym.llm.models import resolve_model
 from agentgym.llm.streaming import StreamedText, stream_chat
 from agentgym.llm.vision import VisionGenerator, VisionPrompt, load_generator
-from agentgym.serving.auth import ApiKeys, Guard, Refusal, check_exposure
+from agentgym.serving.auth import (
+    ApiKeys,
+    BodyLimit,
+    Guard,
+    Refusal,
+    RequestLimits,
+    RequestQuotas,
+    check_exposure,
+)
+from agentgym.serving.calls import ProtocolError
 from agentgym.tool_parsing import parse_tool_calls
 from agentgym.wrappers.vision import ImageError, decode_image
 
@@ -159,11 +168,16 @@ class ServedVisionGenerator(ServedGenerator, VisionGenerator):
         return VisionPrompt(ids, self.processor.model_inputs(ids, [inputs]), urls)
 
 
+#: The largest request body taken (a vision-language model's chats carry screenshots as data URLs).
+DEFAULT_MAX_BODY_BYTES = 64 * 2**20
+
 _ERROR_TYPES = {
     400: "BadRequestError",
     401: "AuthenticationError",
     404: "NotFoundError",
     405: "MethodNotAllowedError",
+    413: "PayloadTooLargeError",
+    429: "RateLimitError",
     500: "InternalServerError",
 }
 
@@ -313,9 +327,12 @@ def create_app(
     batch_wait_ms: float = 5.0,
     api_keys: Sequence[str] = (),
     max_batch_tokens: int | None = DEFAULT_MAX_BATCH_TOKENS,
+    quotas: RequestQuotas | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:
     """The server app for ``generator``, answering to the model name ``model_name``; with ``api_keys``, every
     route but ``/health`` needs one (:class:`~agentgym.serving.auth.Guard`). Batching: see :class:`Batcher`.
+    Each client's requests count against ``quotas`` (429 over them); a body over ``max_body_bytes`` gets 413.
 
     The app's ``state.batcher`` batches the base model's requests, ``state.adapters`` maps
     each loaded LoRA adapter's name to its batcher; they stop when the app shuts down.
@@ -334,6 +351,9 @@ def create_app(
     app = FastAPI(title=f"agentgym serve-model: {model_name}", lifespan=lifespan)
     app.state.batcher = batcher
     app.state.adapters = adapters
+    # The last added runs first: the key names the client, whose quotas apply, before the body is read.
+    app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes, refuse=_limit_response)
+    app.add_middleware(RequestLimits, quotas=quotas or RequestQuotas(), render=_refusal_body)
     app.add_middleware(Guard, keys=ApiKeys(api_keys) if api_keys else None, render=_refusal_body)
 
     @app.exception_handler(APIError)
@@ -539,13 +559,16 @@ def serve(
     log_level: str = "info",
     api_keys: Sequence[str] = (),
     allow_unauthenticated: bool = False,
+    quotas: RequestQuotas | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> None:
     """Load the model ``path`` (a folder, a GGUF file or a packaged model's name: :func:`resolve_model`) and serve
     it until interrupted.
 
     ``model_name`` (default: the folder's name, the GGUF file's stem or the packaged model's name) is the
     ``model`` that requests name. ``quantize`` and ``prefix_cache_tokens``: see ``Generator.from_pretrained``;
-    ``max_batch_tokens``: see :class:`Batcher`. ``api_keys``: see :func:`create_app`; without one, a ``host``
+    ``max_batch_tokens``: see :class:`Batcher`. ``api_keys``, ``quotas``, ``max_body_bytes``: see
+    :func:`create_app`; without a key, a ``host``
     beyond loopback is refused (``ValueError``) unless ``allow_unauthenticated``
     (:func:`~agentgym.serving.auth.check_exposure`).
     """
@@ -556,7 +579,16 @@ def serve(
         print(f"agentgym serve-model: {warning}", file=sys.stderr, flush=True)
     source = resolve_model(path)
     generator = load_generator(source.folder, device, dtype, quantize, prefix_cache_tokens)
-    app = create_app(generator, model_name or source.name, max_batch_size, batch_wait_ms, api_keys, max_batch_tokens)
+    app = create_app(
+        generator,
+        model_name or source.name,
+        max_batch_size,
+        batch_wait_ms,
+        api_keys,
+        max_batch_tokens,
+        quotas,
+        max_body_bytes,
+    )
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
@@ -567,6 +599,10 @@ def _error(status: int, message: str, param: str | None = None) -> dict[str, Any
 
 def _error_response(status: int, message: str, param: str | None = None) -> JSONResponse:
     return JSONResponse(_error(status, message, param), status_code=status)
+
+
+def _limit_response(error: ProtocolError) -> JSONResponse:
+    return _error_response(error.status, error.message)
 
 
 def _refusal_body(refusal: Refusal) -> bytes:

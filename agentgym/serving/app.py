@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from agentgym.serving.auth import CLIENT, ApiKeys, Guard, Refusal, SessionQuotas, retry_after
+from agentgym.serving.auth import CLIENT, ApiKeys, BodyLimit, Guard, Refusal, SessionQuotas, retry_after
 from agentgym.serving.calls import CALLS, ProtocolError
 from agentgym.serving.channels import BatchChannel, SessionChannel
 from agentgym.serving.memory import memory_report, release_free_memory
@@ -236,38 +236,6 @@ def request_error(errors: Sequence[Any]) -> ProtocolError:
 
 
 _UNION_MEMBER = re.compile(r"[\[\]()]|^(int|str|float|bool|dict|list|none|tuple)$")
-
-
-class BodyLimit:
-    """ASGI middleware: request bodies over ``max_body_bytes`` get 413 PayloadTooLarge, with or without a length.
-
-    A declared ``Content-Length`` over the limit is answered at once; a chunked body is
-    counted as the app reads it, and the read raises 413 when it passes the limit.
-    """
-
-    def __init__(self, app: Any, max_body_bytes: int, refuse: Callable[[ProtocolError], Any]) -> None:
-        self.app, self.max_body_bytes, self.refuse = app, max_body_bytes, refuse
-
-    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        from starlette.exceptions import HTTPException
-
-        message = f"the body exceeds {self.max_body_bytes} bytes"
-        declared = dict(scope["headers"]).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.max_body_bytes:
-            return await self.refuse(ProtocolError(413, "PayloadTooLarge", message))(scope, receive, send)
-        size = 0
-
-        async def counted() -> dict[str, Any]:
-            nonlocal size
-            event = await receive()
-            size += len(event.get("body", b""))
-            if size > self.max_body_bytes:
-                raise HTTPException(413, message)
-            return event
-
-        await self.app(scope, counted, send)
 
 
 async def _keep_house(server: EnvServer) -> None:

@@ -11,7 +11,8 @@
 * **Exposure**: :func:`check_exposure` refuses to listen beyond loopback without a key, unless
   the user allows it (``--allow-unauthenticated``), and then warns.
 * **Quotas** (the env server's sessions): :class:`SessionQuotas` caps each client's open sessions
-  and the rate at which it opens them (a token bucket). A client is its key, or its address when
+  and the rate at which it opens them (a token bucket); :class:`RequestQuotas` caps the model server's
+  requests in flight and their rate per client. A client is its key, or its address when
   the server has no keys (:class:`Guard` puts it in the ASGI scope under :data:`CLIENT`).
 
 Nothing here imports a web framework: :class:`Guard` is a raw ASGI middleware, so that the command
@@ -132,6 +133,68 @@ class Guard:
         await send({"type": "websocket.close", "code": POLICY_VIOLATION, "reason": client.message[:120]})
 
 
+class BodyLimit:
+    """ASGI middleware: request bodies over ``max_body_bytes`` get 413 PayloadTooLarge, with or without a length.
+
+    A declared ``Content-Length`` over the limit is answered at once; a chunked body is
+    counted as the app reads it, and the read raises 413 when it passes the limit.
+    """
+
+    def __init__(self, app: Any, max_body_bytes: int, refuse: Callable[[ProtocolError], Any]) -> None:
+        self.app, self.max_body_bytes, self.refuse = app, max_body_bytes, refuse
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        from starlette.exceptions import HTTPException
+
+        message = f"the body exceeds {self.max_body_bytes} bytes"
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            return await self.refuse(ProtocolError(413, "PayloadTooLarge", message))(scope, receive, send)
+        size = 0
+
+        async def counted() -> dict[str, Any]:
+            nonlocal size
+            event = await receive()
+            size += len(event.get("body", b""))
+            if size > self.max_body_bytes:
+                raise HTTPException(413, message)
+            return event
+
+        await self.app(scope, counted, send)
+
+
+class TokenBuckets:
+    """A token bucket per client: ``rate`` tokens a second, ``burst`` at most (rate 0: no limit)."""
+
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        if rate < 0 or burst < 1:
+            raise ValueError("quotas: the rate must be >= 0 and the burst >= 1")
+        self.rate, self.burst, self.clock = rate, burst, clock
+        #: Per client: (tokens, when they were counted).
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def take(self, client: str) -> float:
+        """Take one of ``client``'s tokens: 0 when taken, else the seconds until one is due (none is taken)."""
+        if self.rate == 0:
+            return 0.0
+        now = self.clock()
+        tokens, counted = self._buckets.get(client, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - counted) * self.rate)
+        if tokens < 1:
+            return (1 - tokens) / self.rate
+        if client not in self._buckets and len(self._buckets) >= 10_000:
+            self._forget_full_buckets(now)
+        self._buckets[client] = (tokens - 1, now)
+        return 0.0
+
+    def _forget_full_buckets(self, now: float) -> None:
+        """Drop the buckets that have refilled (their clients are as new): addresses come and go."""
+        refill_s = self.burst / self.rate
+        self._buckets = {c: (t, at) for c, (t, at) in self._buckets.items() if now - at < refill_s}
+
+
 class SessionQuotas:
     """Each client's open sessions (``per_client`` at most; None: no cap of its own) and a token bucket
     of session openings (``rate`` per second, ``burst`` at once; rate 0: none)."""
@@ -143,11 +206,10 @@ class SessionQuotas:
         burst: int = DEFAULT_SESSION_BURST,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if rate < 0 or burst < 1 or (per_client is not None and per_client < 1):
-            raise ValueError("session quotas: the rate must be >= 0, the burst and sessions per client >= 1")
-        self.per_client, self.rate, self.burst, self.clock = per_client, rate, burst, clock
-        #: Per client: (tokens, when they were counted).
-        self._buckets: dict[str, tuple[float, float]] = {}
+        if per_client is not None and per_client < 1:
+            raise ValueError("session quotas: the sessions per client must be >= 1")
+        self.per_client = per_client
+        self.buckets = TokenBuckets(rate, burst, clock)
 
     def admit(self, client: str, held: int) -> None:
         """Let ``client``, which holds ``held`` sessions (open or opening), open one more; else raise 429."""
@@ -159,28 +221,87 @@ class SessionQuotas:
                 "retry after one of them closes",
                 retry_after_s=1,
             )
-        if self.rate == 0:
-            return
-        now = self.clock()
-        tokens, counted = self._buckets.get(client, (float(self.burst), now))
-        tokens = min(float(self.burst), tokens + (now - counted) * self.rate)
-        if tokens < 1:
-            wait = (1 - tokens) / self.rate
+        if wait := self.buckets.take(client):
             raise ProtocolError(
                 429,
                 "SessionRateLimited",
-                f"this client ({client}) opens at most {self.rate:g} sessions a second and {self.burst} at once "
-                f"(--session-rate, --session-burst); retry in {wait:.2f} s",
+                f"this client ({client}) opens at most {self.buckets.rate:g} sessions a second and "
+                f"{self.buckets.burst} at once (--session-rate, --session-burst); retry in {wait:.2f} s",
                 retry_after_s=round(wait, 3),
             )
-        if client not in self._buckets and len(self._buckets) >= 10_000:
-            self._forget_full_buckets(now)
-        self._buckets[client] = (tokens - 1, now)
 
-    def _forget_full_buckets(self, now: float) -> None:
-        """Drop the buckets that have refilled (their clients are as new): addresses come and go."""
-        refill_s = self.burst / self.rate
-        self._buckets = {c: (t, at) for c, (t, at) in self._buckets.items() if now - at < refill_s}
+
+class RequestQuotas:
+    """Each client's requests in flight (``per_client`` at most; None: no cap) and a token bucket of requests
+    (``rate`` per second, ``burst`` at once; rate 0: none): ``agentgym serve-model``'s quotas."""
+
+    def __init__(
+        self,
+        per_client: int | None = None,
+        rate: float = 0.0,
+        burst: int = DEFAULT_SESSION_BURST,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if per_client is not None and per_client < 1:
+            raise ValueError("request quotas: the requests per client must be >= 1")
+        self.per_client = per_client
+        self.buckets = TokenBuckets(rate, burst, clock)
+        #: Per client: its requests in flight.
+        self.in_flight: dict[str, int] = {}
+
+    def admit(self, client: str) -> None:
+        """Count one more of ``client``'s requests in flight (:meth:`release` it when answered); raise a 429
+        ``ProtocolError`` when the client already has ``per_client`` in flight or has used up its rate."""
+        held = self.in_flight.get(client, 0)
+        if self.per_client is not None and held >= self.per_client:
+            raise ProtocolError(
+                429,
+                "TooManyRequests",
+                f"this client ({client}) has its maximum of {self.per_client} requests in flight "
+                "(--max-requests-per-client); retry when one is answered",
+                retry_after_s=1,
+            )
+        if wait := self.buckets.take(client):
+            raise ProtocolError(
+                429,
+                "RequestRateLimited",
+                f"this client ({client}) sends at most {self.buckets.rate:g} requests a second and "
+                f"{self.buckets.burst} at once (--request-rate, --request-burst); retry in {wait:.2f} s",
+                retry_after_s=round(wait, 3),
+            )
+        self.in_flight[client] = held + 1
+
+    def release(self, client: str) -> None:
+        """One of ``client``'s admitted requests was answered."""
+        self.in_flight[client] -= 1
+        if not self.in_flight[client]:
+            del self.in_flight[client]
+
+
+class RequestLimits:
+    """ASGI middleware: every HTTP request but ``/health`` counts against its client's :class:`RequestQuotas`
+    while it is served (a streamed reply until its last chunk); a refused one gets its 429, with ``Retry-After``,
+    as ``render`` writes it. Goes inside :class:`Guard`, which names the client."""
+
+    def __init__(self, app: Any, *, quotas: RequestQuotas, render: Callable[[Refusal], bytes]) -> None:
+        self.app, self.quotas, self.render = app, quotas, render
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            return await self.app(scope, receive, send)
+        client = scope.get(CLIENT) or "address local"
+        try:
+            self.quotas.admit(client)
+        except ProtocolError as error:
+            body = self.render(Refusal(error.status, error.type, error.message))
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            headers.append((b"retry-after", retry_after(error).encode()))
+            await send({"type": "http.response.start", "status": error.status, "headers": headers})
+            return await send({"type": "http.response.body", "body": body})
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.quotas.release(client)
 
 
 def retry_after(error: ProtocolError) -> str:
@@ -281,6 +402,36 @@ def add_quota_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="sessions a key (an address) may open at once before --session-rate applies",
     )
+
+
+def add_request_quota_arguments(parser: argparse.ArgumentParser) -> None:
+    """The per-client quota options of ``agentgym serve-model``."""
+    parser.add_argument(
+        "--max-requests-per-client",
+        type=int,
+        metavar="N",
+        help="requests in flight per key (per address without keys) at most; more get HTTP 429 (default: no cap)",
+    )
+    parser.add_argument(
+        "--request-rate",
+        type=float,
+        default=0.0,
+        metavar="PER_SECOND",
+        help="requests a key (an address without keys) may send per second, sustained; more get HTTP 429 with "
+        "Retry-After (default 0: no limit)",
+    )
+    parser.add_argument(
+        "--request-burst",
+        type=int,
+        default=DEFAULT_SESSION_BURST,
+        metavar="N",
+        help="requests a key (an address) may send at once before --request-rate applies",
+    )
+
+
+def request_quotas_from_args(args: argparse.Namespace) -> RequestQuotas:
+    """The quotas of parsed :func:`add_request_quota_arguments` options."""
+    return RequestQuotas(args.max_requests_per_client, args.request_rate, args.request_burst)
 
 
 def quotas_from_args(args: argparse.Namespace) -> SessionQuotas:
