@@ -268,6 +268,25 @@ def test_roles_in_one_episode_credit_every_role_with_the_shared_outcome(
     assert len(turn_advantages) == len(rows)
 
 
+@pytest.mark.parametrize("name", ["selfplay-kuhn.yaml", "roles-frozenlake.yaml"])
+def test_the_shipped_configs_train_an_iteration(
+    name: str, tiny_model_with_long_context_path: Path, tmp_path: Path
+) -> None:
+    """Each shipped self-play config, on the tiny model and a small budget: its games, pool and evaluation work."""
+    config = load_config(CONFIGS / name)
+    config.model.path, config.model.device, config.out = str(tiny_model_with_long_context_path), "cpu", str(tmp_path)
+    config.groups_per_iteration, config.algorithm.group_size, config.rollout.max_new_tokens = 3, 2, 4
+    config.rollout.max_turns = [[0, 2]]
+    config.eval_episodes, config.tensorboard = 2, False
+    trainer = Trainer(config)
+    try:
+        metrics = trainer.step() | trainer.evaluate()
+    finally:
+        trainer.close()
+    assert metrics["games"] >= 1 and metrics["model_tokens"] > 0
+    assert any(key.startswith("eval_win_rate/") for key in metrics)
+
+
 def test_selfplay_config_checks_and_the_shipped_configs_load() -> None:
     base = {"model": {"path": "m"}, "selfplay": {"games": [{"id": "KuhnPoker-v0"}]}}
     assert from_dict(TrainConfig, base).selfplay.opponents == ["self"]
