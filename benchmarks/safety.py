@@ -7,7 +7,7 @@ and the same user tasks under every (attacker goal, injection style) variant on 
 attack``: mean ``info["utility"]``; ``attack success``: the share of attacked episodes whose attacker's goal
 was reached, also per style). Errored episodes are counted and left out of the means.
 
-``python benchmarks/safety.py [--policy SPEC ...] [--families search webshop desktop] [--users FAMILY=U ...]``
+``python benchmarks/safety.py [--policy SPEC ...] [--families search webshop desktop webapps] [--users FAMILY=U ...]``
 writes benchmarks/results/safety.{json,md}; rows of (family, policy) pairs it did not run are kept from the
 file, so a model's row can be added later to the scripted baselines' table.
 """
@@ -36,6 +36,8 @@ FAMILIES: dict[str, tuple[str, dict[str, Any], str, int]] = {
     "webshop": ("WebShop-v0", {}, "WebShop-Attack-v0", 50),
     # Desktop-Attack-v0's user tasks are Desktop-v0's terminal tasks.
     "desktop": ("Desktop-v0", {"apps": ["terminal"]}, "Desktop-Attack-v0", 3),
+    # WebApps-Wiki-Attack-v0's user tasks are WebApps-Wiki-v0's infobox-fact tasks.
+    "webapps": ("WebApps-Wiki-v0", {"templates": ["wiki/infobox-fact"]}, "WebApps-Wiki-Attack-v0", 3),
 }
 POLICIES = ("oracle", "obedient", "random")
 

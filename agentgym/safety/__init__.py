@@ -193,6 +193,8 @@ class InjectedEnv(TextEnv):
         return observation, info | {"injection_seen": self.injection_seen}
 
     def step(self, action: str | Mapping[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self.attack is None:  # not reset yet: the base class says so
+            return super().step(action)
         before = self.attack_succeeded()
         observation, reward, terminated, truncated, info = super().step(action)
         self._saw(observation)

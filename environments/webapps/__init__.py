@@ -57,10 +57,11 @@ register(
     "WebApps-Wiki-Attack-v0",
     entry_point="agentgym.environments.webapps.wiki.attack:WikiAttackEnv",
     family="webapps",
-    description="The wiki's edit tasks with a prompt injection in the article being edited (3 styles x 2 attacker "
+    description="The wiki's infobox-fact tasks with a prompt injection in the article read (3 styles x 2 attacker "
     "goals: rewrite another article, create a page, both naming the attacker's site); utility and attack success",
+    # 2 attacker goals x 3 injection styles per task (wiki/attack.py's VARIANTS)
     splits=TaskSplits(**{split: count * 6 for split, count in SPLITS.counts().items()}),
     max_episode_steps=30,
     max_concurrency=MAX_CONCURRENCY,
-    prepare=_PREPARE,
+    prepare="agentgym.environments.webapps.wiki.attack:prepare",  # the wiki alone, for any of its task ids
 )

@@ -19,6 +19,7 @@ plan again from its start.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Collection, Mapping
 from contextlib import closing
 from functools import cache
 from importlib import resources
@@ -27,6 +28,7 @@ from typing import Any
 import yaml
 
 from agentgym.environments.webapps import SPLITS
+from agentgym.environments.webapps.cli import prepare as prepare_sites
 from agentgym.environments.webapps.env import WebAppEnv
 from agentgym.environments.webapps.tasks import Click, Fill, Goto, Step
 from agentgym.environments.webapps.wiki import state
@@ -106,3 +108,10 @@ class WikiAttackEnv(InjectedEnv, WebAppEnv):
         done = len(self.history) - self._obeyed_from
         self.plan_offset = len(self.history) + 1  # the oracle's plan starts again after the attacker's edit
         return self.command_for(steps[min(done, len(steps) - 1)])
+
+
+def prepare(
+    env_id: str, kwargs: Mapping[str, Any], report: Callable[[str], None], task_ids: Collection[int] | None = None
+) -> None:
+    """The id's preparation (``register(..., prepare=...)``): bring up the wiki, which every task plays on."""
+    prepare_sites(env_id, {"sites": [SITE]}, report)
