@@ -16,7 +16,8 @@ Two reports:
   command, bad arguments, reply cut at ``--max-tokens``), tokens per episode, turns whose prompt left out old
   turns to fit the 8k context, errored episodes -> ``benchmarks/results/real_model_leaderboard.{json,md}``;
 * ``throughput``: the same episodes at concurrency 1, 8 and 32 on each path: prompt and generated tokens per
-  second, episodes per minute, seconds per reply and to the first reply -> ``real_model_throughput.{json,md}``;
+  second, episodes per minute, seconds per reply and to the first reply, and for the servers the time to the first
+  streamed token of the episodes' first prompts sent at that concurrency -> ``real_model_throughput.{json,md}``;
 * ``fixtures FOLDER...``: the real replies of eval folders, with the env's reading of each, as the tests'
   regression set (``tests/data/smollm2_replies.jsonl``).
 
@@ -27,10 +28,12 @@ Two reports:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -122,6 +125,45 @@ def evaluate(spec: str, out: Path, eval_args: list[str], threads: int) -> float:
     start = time.perf_counter()
     subprocess.run(command + eval_args, check=True, env=env, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
+
+
+async def first_token_seconds(
+    url: str, chats: list[list[dict[str, Any]]], concurrency: int, max_tokens: int
+) -> list[float]:
+    """Send ``chats`` as streamed chat requests, ``concurrency`` at a time; each one's seconds to its first token."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(client: httpx.AsyncClient, chat: list[dict[str, Any]]) -> float:
+        body = {"model": MODEL, "messages": chat, "max_tokens": max_tokens, "temperature": 0, "stream": True}
+        async with gate:
+            start = time.perf_counter()
+            async with client.stream("POST", f"{url}/chat/completions", json=body) as response:
+                first = None
+                async for line in response.aiter_lines():
+                    if first is None and line.startswith("data: {") and streamed_text(json.loads(line[6:])):
+                        first = time.perf_counter() - start
+            return first if first is not None else time.perf_counter() - start
+
+    async with httpx.AsyncClient(timeout=600) as client:
+        return list(await asyncio.gather(*(one(client, chat) for chat in chats)))
+
+
+def streamed_text(chunk: dict[str, Any]) -> str:
+    """The text a ``chat.completion.chunk`` adds."""
+    return "".join((choice.get("delta") or {}).get("content") or "" for choice in chunk.get("choices") or [])
+
+
+def first_prompts(folder: Path) -> list[list[dict[str, Any]]]:
+    """The chats the episodes of an eval folder sent first (everything before the first reply), each starting
+    with a mark of this call, so that no server finds them in its prefix cache from the run."""
+    mark = f"[{time.time_ns()}] "
+    chats = []
+    for record in read_episodes(folder / "episodes.jsonl").values():
+        replied = next((i for i, message in enumerate(record.messages) if message.get("role") == "assistant"), None)
+        if replied:
+            first, *rest = record.messages[:replied]
+            chats.append([first | {"content": mark + (first.get("content") or "")}, *rest])
+    return chats
 
 
 # ---- reading the replies -----------------------------------------------------------------------
@@ -294,6 +336,11 @@ def throughput(args: argparse.Namespace) -> None:
                 records = [r for r in read_episodes(folder / "episodes.jsonl").values() if r.status == "ok"]
                 turns = [turn for record in records for turn in record.turns]
                 first = [record.turns[0].policy_s for record in records if record.turns]
+                ttft = None
+                if not spec.startswith("hf:"):
+                    url = spec.partition("@")[2]
+                    seconds = asyncio.run(first_token_seconds(url, first_prompts(folder), concurrency, args.max_tokens))
+                    ttft = statistics.median(seconds)
                 rows.append(
                     {
                         "path": path,
@@ -305,6 +352,7 @@ def throughput(args: argparse.Namespace) -> None:
                         "episodes_per_min": 60 * len(records) / wall,
                         "reply_s": sum(turn.policy_s for turn in turns) / max(len(turns), 1),
                         "first_reply_s": sum(first) / max(len(first), 1),
+                        "first_token_s": ttft,
                     }
                 )
                 print(rows[-1], flush=True)
@@ -332,15 +380,21 @@ def throughput_markdown(report: dict[str, Any]) -> str:
         "Made by `benchmarks/real_model.py throughput`.",
         "",
         "| path | concurrency | episodes | wall s | prompt tok/s | generated tok/s | episodes/min | s per reply "
-        "| s to first reply |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| s to first reply | s to first token |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report["rows"]:
+        ttft = "—" if row.get("first_token_s") is None else f"{row['first_token_s']:.2f}"
         lines.append(
             f"| {row['path']} | {row['concurrency']} | {row['episodes']} | {row['wall_s']:.0f} | "
             f"{row['prompt_tokens_per_s']:,.0f} | {row['generated_tokens_per_s']:,.1f} | "
-            f"{row['episodes_per_min']:.1f} | {row['reply_s']:.2f} | {row['first_reply_s']:.2f} |"
+            f"{row['episodes_per_min']:.1f} | {row['reply_s']:.2f} | {row['first_reply_s']:.2f} | {ttft} |"
         )
+    lines += [
+        "",
+        "s to first token: the episodes' first prompts sent again as streamed requests, as many at once as the "
+        "concurrency, after the run; the median seconds until a reply's first text arrives (servers only).",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -350,11 +404,16 @@ def throughput_markdown(report: dict[str, Any]) -> str:
 def fixtures(args: argparse.Namespace) -> None:
     """Write the replies of eval folders' episodes, with the env's reading of each, as the tests' regression set
     (``tests/data/smollm2_replies.jsonl``: one line per episode, replayed by ``tests/test_real_model.py``)."""
+    target = ROOT / "tests" / "data" / "smollm2_replies.jsonl"
     lines = []
+    taken: Counter[str] = Counter()
     for folder in args.folders:
-        for record in read_episodes(Path(folder) / "episodes.jsonl").values():
-            if record.status != "ok":
+        for record in sorted(read_episodes(Path(folder) / "episodes.jsonl").values(), key=lambda r: r.key):
+            if record.status != "ok" or (args.env and record.env_id not in args.env):
                 continue
+            if args.per_env and taken[record.env_id] >= args.per_env:
+                continue
+            taken[record.env_id] += 1
             readings = [
                 {"action": turn.action, "invalid_action": turn.invalid_action, "reward": turn.reward}
                 for turn in record.turns
@@ -370,8 +429,11 @@ def fixtures(args: argparse.Namespace) -> None:
                     "readings": readings,
                 }
             )
+    if args.append and target.exists():
+        # The set's other envs stay as they were recorded.
+        kept = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+        lines += [line for line in kept if line["env_id"] not in taken]
     lines.sort(key=lambda line: (line["env_id"], line["task_id"]))
-    target = ROOT / "tests" / "data" / "smollm2_replies.jsonl"
     target.write_text("".join(json.dumps(line, sort_keys=True) + "\n" for line in lines), encoding="utf-8")
     print(f"{len(lines)} episodes -> {target}")
 
@@ -391,6 +453,9 @@ def main() -> None:
     speed.set_defaults(run=throughput)
     record = commands.add_parser("fixtures")
     record.add_argument("folders", nargs="+")
+    record.add_argument("--env", action="append", help="only these env ids (repeatable)")
+    record.add_argument("--per-env", type=int, help="at most this many episodes of an env")
+    record.add_argument("--append", action="store_true", help="keep the set's episodes of the other envs")
     record.set_defaults(run=fixtures)
     for command in (board, speed):
         command.add_argument("--out", required=True)

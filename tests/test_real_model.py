@@ -114,3 +114,16 @@ def test_recorded_real_replies_are_read_as_recorded(episode: dict[str, Any]) -> 
             assert {"action": info["action"], "invalid_action": info["invalid_action"], "reward": reward} == reading
     finally:
         env.close()
+
+
+def test_the_real_model_leaderboard_plays_every_family_of_the_quick_suite() -> None:
+    """``benchmarks/real_model.yaml`` (the suite of the recorded real-model leaderboard) keeps up with the quick suite."""
+    import yaml
+
+    from agentgym.evaluation.suites import load_suite
+    from agentgym.registry import env_info
+
+    root = Path(__file__).resolve().parent.parent
+    board = yaml.safe_load((root / "benchmarks" / "real_model.yaml").read_text(encoding="utf-8"))
+    families = {env_info(entry["env"]).family for entry in board["envs"]}
+    assert families == {env_info(item.env).family for item in load_suite("quick").items}
