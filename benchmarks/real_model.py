@@ -18,11 +18,14 @@ Two reports:
 * ``throughput``: the same episodes at concurrency 1, 8 and 32 on each path: prompt and generated tokens per
   second, episodes per minute, seconds per reply and to the first reply, and for the servers the time to the first
   streamed token of the episodes' first prompts sent at that concurrency -> ``real_model_throughput.{json,md}``;
+* ``passes``: one forward pass of the model alone (a batch's prefill of 320-token prompts, then one decode step)
+  in float32, bfloat16 and int8 (``--quantize int8``) at batch 1, 8 and 32: what the paths above are made of
+  -> ``real_model_passes.{json,md}``;
 * ``fixtures FOLDER...``: the real replies of eval folders, with the env's reading of each, as the tests'
   regression set (``tests/data/smollm2_replies.jsonl``).
 
-    python benchmarks/real_model.py leaderboard benchmarks/real_model.yaml --out /tmp/real-model
-    python benchmarks/real_model.py throughput --out /tmp/real-model-throughput
+    python -m benchmarks.real_model leaderboard benchmarks/real_model.yaml --out /tmp/real-model
+    python -m benchmarks.real_model throughput --out /tmp/real-model-throughput
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +54,7 @@ import agentgym  # noqa: F401  (registers the envs)
 from agentgym.evaluation.records import EpisodeRecord, Turn
 from agentgym.evaluation.results import read_episodes
 from agentgym.evaluation.stats import wilson_interval
+from agentgym.evaluation.suites import load_suite
 from agentgym.integrations.venvs import ensure
 from agentgym.llm.models import resolve_model
 from agentgym.registry import env_info
@@ -246,16 +251,39 @@ def family_rows(folder: Path, verb_cache: dict[str, set[str]]) -> dict[str, dict
     return rows
 
 
+def episodes_wall_s(folder: Path) -> float:
+    """Seconds from the first episode's start to the last one's end."""
+    spans = [
+        (start := datetime.fromisoformat(record.started).timestamp(), start + record.wall_s)
+        for record in read_episodes(folder / "episodes.jsonl").values()
+        if record.started
+    ]
+    return max(end for _, end in spans) - min(start for start, _ in spans) if spans else 0.0
+
+
 def leaderboard(args: argparse.Namespace) -> None:
+    """Play the suite with the baselines and each path into ``--out``; a policy whose folder already holds every
+    episode of the suite (an earlier call's) is not played again. ``--report-only`` reports the folders as they
+    are (a run cut short counts the episodes it finished)."""
     out = Path(args.out)
     eval_args = ["--suite", args.suite, "--max-tokens", str(args.max_tokens), "--temperature", "0"]
     eval_args += ["--concurrency", str(args.concurrency), "--seed", "0"]
+    expected = sum(item.episodes for item in load_suite(args.suite).items)
     walls = {}
-    for name in ("oracle", "random"):
-        walls[name] = evaluate(name, out / name, ["--suite", args.suite, "--seed", "0"], args.threads)
-    for path in args.paths:
-        with served(path, args.threads, args.concurrency) as (spec, flags):
-            walls[path] = evaluate(spec, out / path, eval_args + flags, args.threads)
+    for name in ("oracle", "random", *args.paths):
+        folder = out / name
+        done = len(read_episodes(folder / "episodes.jsonl")) if (folder / "episodes.jsonl").exists() else 0
+        if done >= expected or (args.report_only and done):
+            walls[name] = episodes_wall_s(folder)
+        elif args.report_only:
+            continue
+        elif name in ("oracle", "random"):
+            evaluate(name, folder, ["--suite", args.suite, "--seed", "0"], args.threads)
+            walls[name] = episodes_wall_s(folder)
+        else:
+            with served(name, args.threads, args.concurrency) as (spec, flags):
+                evaluate(spec, folder, eval_args + flags, args.threads)
+            walls[name] = episodes_wall_s(folder)
     verb_cache: dict[str, set[str]] = {}
     table = {name: family_rows(out / name, verb_cache) for name in walls}
     report = {
@@ -264,6 +292,8 @@ def leaderboard(args: argparse.Namespace) -> None:
         "concurrency": args.concurrency,
         "threads": args.threads,
         "wall_s": walls,
+        "expected_episodes": expected,
+        "played_episodes": {name: len(read_episodes(out / name / "episodes.jsonl")) for name in walls},
         "families": table,
     }
     (RESULTS / "real_model_leaderboard.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
@@ -280,6 +310,12 @@ def leaderboard_markdown(report: dict[str, Any]) -> str:
         f"Greedy, `--max-tokens {report['max_tokens']}`, concurrency {report['concurrency']}, "
         f"{report['threads']} torch/llama.cpp thread(s); the same seeds and tasks for every row. "
         "Made by `benchmarks/real_model.py leaderboard`.",
+        *(
+            f"\n**`{name}` played {played} of the suite's {report['expected_episodes']} episodes** (a run cut short: "
+            "its families without a finished episode have no cell)."
+            for name, played in report["played_episodes"].items()
+            if played < report["expected_episodes"]
+        ),
         "",
         "## Success rate (95% Wilson interval) and mean score per family",
         "",
@@ -305,7 +341,7 @@ def leaderboard_markdown(report: dict[str, Any]) -> str:
             "",
             "| family | episodes | turns | invalid | " + " | ".join(REASONS) + " | prompt tok/ep | gen tok/ep | "
             "prompts cut to fit |",
-            "|---|" + "---|" * (8 + len(REASONS) - 1),
+            "|---" * (7 + len(REASONS)) + "|",
         ]
         for family, row in report["families"][policy].items():
             reasons = " | ".join(str(row["reasons"][reason]) for reason in REASONS)
@@ -314,7 +350,7 @@ def leaderboard_markdown(report: dict[str, Any]) -> str:
                 f"{row['prompt_tokens']:,.0f} | {row['completion_tokens']:,.0f} | {row['truncated_prompts']} |"
             )
     walls = ", ".join(f"{name} {seconds / 60:.1f} min" for name, seconds in report["wall_s"].items())
-    lines += ["", f"Wall time: {walls}.", ""]
+    lines += ["", f"Wall time (first episode start to last episode end; machine shared with other work): {walls}.", ""]
     return "\n".join(lines)
 
 
@@ -398,6 +434,54 @@ def throughput_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- forward passes ----------------------------------------------------------------------------
+
+
+def passes(args: argparse.Namespace) -> None:
+    import torch
+
+    from agentgym.llm.generation import Generator
+
+    torch.set_num_threads(args.threads)
+    folder = resolve_model("smollm2").folder
+    rows = []
+    for name, dtype, quantize in (("float32", None, None), ("bfloat16", "bfloat16", None), ("int8", None, "int8")):
+        model = Generator.from_pretrained(folder, "cpu", dtype, quantize).model
+        for batch in args.batch:
+            ids = torch.randint(100, 40_000, (batch, args.prompt_tokens), generator=torch.Generator().manual_seed(0))
+            with torch.inference_mode():
+                start = time.perf_counter()
+                cache = model(input_ids=ids, use_cache=True, logits_to_keep=1).past_key_values
+                prefill = time.perf_counter() - start
+                start = time.perf_counter()
+                for _ in range(args.steps):
+                    cache = model(input_ids=ids[:, :1], past_key_values=cache, use_cache=True, logits_to_keep=1)
+                    cache = cache.past_key_values
+                step = (time.perf_counter() - start) / args.steps
+            rows.append({"weights": name, "batch": batch, "prefill_s": prefill, "decode_step_s": step})
+            print(rows[-1], flush=True)
+    report = {"prompt_tokens": args.prompt_tokens, "threads": args.threads, "steps": args.steps, "rows": rows}
+    (RESULTS / "real_model_passes.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    lines = [
+        "# SmolLM2-135M-Instruct: forward passes on this CPU",
+        "",
+        f"A batch of {args.prompt_tokens}-token prompts run at once (prefill), then one token per row with the cache "
+        f"(a decode step, the mean of {args.steps}), {args.threads} torch thread(s). Made by "
+        "`benchmarks/real_model.py passes`.",
+        "",
+        "| weights | batch | prefill s | prompt tok/s | decode step ms | generated tok/s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        tokens = row["batch"] * args.prompt_tokens
+        lines.append(
+            f"| {row['weights']} | {row['batch']} | {row['prefill_s']:.2f} | {tokens / row['prefill_s']:,.0f} | "
+            f"{row['decode_step_s'] * 1000:.0f} | {row['batch'] / row['decode_step_s']:,.0f} |"
+        )
+    (RESULTS / "real_model_passes.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
 # ---- recorded replies (the tests' regression set) ------------------------------------------------
 
 
@@ -444,6 +528,7 @@ def main() -> None:
     board = commands.add_parser("leaderboard")
     board.add_argument("suite")
     board.add_argument("--concurrency", type=int, default=32)
+    board.add_argument("--report-only", action="store_true", help="report the --out folders as they are")
     board.set_defaults(run=leaderboard)
     speed = commands.add_parser("throughput")
     speed.add_argument("--env", action="append", default=None)
@@ -451,6 +536,12 @@ def main() -> None:
     speed.add_argument("--max-turns", type=int, default=4)
     speed.add_argument("--concurrency", type=lambda text: [int(x) for x in text.split(",")], default=[1, 8, 32])
     speed.set_defaults(run=throughput)
+    forward = commands.add_parser("passes")
+    forward.add_argument("--batch", type=lambda text: [int(x) for x in text.split(",")], default=[1, 8, 32])
+    forward.add_argument("--prompt-tokens", type=int, default=320)
+    forward.add_argument("--steps", type=int, default=16)
+    forward.add_argument("--threads", type=int, default=2)
+    forward.set_defaults(run=passes)
     record = commands.add_parser("fixtures")
     record.add_argument("folders", nargs="+")
     record.add_argument("--env", action="append", help="only these env ids (repeatable)")
