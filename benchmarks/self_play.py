@@ -129,6 +129,15 @@ def strategy(folder: Path) -> dict[str, dict[str, float]]:
     return table
 
 
+def card_spread(table: dict[str, dict[str, float]]) -> float:
+    """The largest difference, over the points of a hand and their moves, of a move's probability between cards."""
+    spreads = []
+    for history in ("", "k", "b", "kb"):
+        rows = [table[card + history] for card in "JQK"]
+        spreads += [max(row[move] for row in rows) - min(row[move] for row in rows) for move in rows[0]]
+    return max(spreads)
+
+
 def config(setting: Setting, model: Path, seed: int, out: Path) -> TrainConfig:
     return TrainConfig(
         model=ModelConfig(path=str(model), device="cpu"),
@@ -276,7 +285,14 @@ def write_results(setting: Setting, runs: list[dict], warm_loss: float, total_s:
             shown = [" ".join(f"{move} {p:.2f}" for move, p in moves.items()) for moves in (before, after)]
             lines.append(f"| {infoset} | {shown[0]} | {shown[1]} |")
         lines.append("")
-    table = "\n".join(lines) + f"\n![self-play curves]({setting.name}.png)\n"
+    for run in runs:
+        spread = card_spread(run["strategy"]["last checkpoint"])
+        lines.append(
+            f"Seed {run['seed']}: at the last checkpoint a move's probability differs by at most {spread:.2f} between "
+            "the three cards at the same point of the hand"
+            + (": the policy does not read its card." if spread < 0.1 else ".")
+        )
+    table = "\n".join(lines) + f"\n\n![self-play curves]({setting.name}.png)\n"
     setup = (
         f"{GAME}; a 2-layer Llama (64 hidden) and a word-level tokenizer made from scratch, warmed up on "
         f"random play ({setting.warm_up_steps} steps, final loss {warm_loss:.3f}); self-play only (GRPO, "
