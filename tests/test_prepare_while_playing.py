@@ -8,6 +8,7 @@ The slow preparation is a sleep standing in for a site install; the envs are reg
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from collections.abc import Collection, Iterator
@@ -23,8 +24,10 @@ from agentgym.evaluation.results import read_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import OraclePolicy
 
-#: Seconds the slow preparation takes: far longer than the fast id's episodes.
+#: Seconds the slow preparation takes (unless :data:`FAST_DONE` is set first).
 PREPARE_S = 1.5
+#: Set when the fast id's episodes have all finished: the slow preparation then ends.
+FAST_DONE = threading.Event()
 #: What the hooks saw: (label, task ids, start, end) per preparation.
 PREPARED: list[tuple[str, list[int] | None, float, float]] = []
 _lock = threading.Lock()
@@ -35,7 +38,7 @@ def prepare_slow(env_id: str, kwargs: dict[str, Any], report: Any, task_ids: Col
     """A per-task preparation that takes :data:`PREPARE_S`."""
     started = time.monotonic()
     report(f"installing for {len(task_ids or ())} tasks ...")
-    time.sleep(PREPARE_S)
+    FAST_DONE.wait(PREPARE_S)
     with _lock:
         PREPARED.append((env_id, None if task_ids is None else list(task_ids), started, time.monotonic()))
 
@@ -102,20 +105,32 @@ def registered_envs() -> Iterator[None]:
 def fresh() -> None:
     PREPARED.clear()
     BROKEN["broken"] = True
+    FAST_DONE.clear()
 
 
 def evaluate(items: list[EvalItem], out: Path, **options: Any) -> tuple[Any, dict[str, float]]:
-    """Run the oracle; returns the stats and, per episode key, when it finished (monotonic clock)."""
+    """Run the oracle; returns the stats and, per episode key, when it finished (monotonic clock). Once every
+    episode of ``Ready-v0`` has finished, :data:`FAST_DONE` is set."""
     finished: dict[str, float] = {}
+    fast = sum(item.episodes for item in items if item.env == "Ready-v0")
+    FAST_DONE.clear()
 
     def on_episode(record: Any) -> None:
         finished[record.key] = time.monotonic()
+        fast_done = [key for key in finished if key.startswith("Ready-v0/")]
+        if fast and len(fast_done) == fast:
+            FAST_DONE.set()
 
     stats = asyncio.run(run_eval("oracle", OraclePolicy(), items, out, on_episode=on_episode, **options))
     return stats, finished
 
 
-def test_ready_ids_play_while_a_slow_id_prepares_and_its_episodes_wait_for_it(tmp_path: Path) -> None:
+def test_ready_ids_play_while_a_slow_id_prepares_and_its_episodes_wait_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The slow preparation lasts until the fast id's episodes have all finished (at most a minute): they
+    finish while it prepares, and the slow id's episodes only after it."""
+    monkeypatch.setattr(sys.modules[__name__], "PREPARE_S", 60.0)
     statuses: list[tuple[int, int, tuple[str, ...]]] = []
     stats, finished = evaluate(
         [EvalItem("SlowReady-v0", 2), EvalItem("Ready-v0", 6)],
@@ -132,7 +147,7 @@ def test_ready_ids_play_while_a_slow_id_prepares_and_its_episodes_wait_for_it(tm
     records = read_episodes(tmp_path)
     fast = [finished[key] for key, record in records.items() if record.env_id == "Ready-v0"]
     slow = [finished[key] for key, record in records.items() if record.env_id == "SlowReady-v0"]
-    assert max(fast) < prepared_at <= min(slow)  # the fast id finished before the slow one was ready
+    assert FAST_DONE.is_set() and max(fast) <= prepared_at <= min(slow)  # the fast id finished while it prepared
     assert all(record.status == "ok" and record.success for record in records.values())
     assert statuses == [(0, 1, ("SlowReady-v0",)), (1, 1, ())]  # what a progress display shows
 
