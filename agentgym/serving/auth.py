@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hmac
 import ipaddress
+import json
 import math
 import os
 import socket
@@ -127,9 +128,14 @@ class Guard:
             return
         # Accepted only to say why: a refusal before accepting reaches the client as a bare HTTP 403.
         await send({"type": "websocket.accept"})
-        # The error with its status, as the channels' replies carry one.
-        reply = b'{"status":%d,%s' % (client.status, body[1:])
-        await send({"type": "websocket.send", "text": reply.decode()})
+        # The error with its status, as the channels' replies carry one, and in OpenEnv's shape
+        # (``type``/``data``), so that an OpenEnv client that reads it before the close raises it too.
+        reply = json.loads(body) | {
+            "status": client.status,
+            "type": "error",
+            "data": {"message": client.message, "code": client.type},
+        }
+        await send({"type": "websocket.send", "text": json.dumps(reply)})
         await send({"type": "websocket.close", "code": POLICY_VIOLATION, "reason": client.message[:120]})
 
 

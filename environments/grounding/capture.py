@@ -24,6 +24,7 @@ processes, so threads over the shared browser pool use the machine's cores.
 from __future__ import annotations
 
 import re
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -253,17 +254,22 @@ class PageSource:
         exclude = list(getattr(base, "page_exclude", ()))
         freeze = self.freeze_of(env.source_id) if isinstance(env, SourceEnv) else self.freeze
         if freeze:
-            base.evaluate(freeze_script(), {"rules": freeze})
             exclude.append(FROZEN)
-        pixels = np.asarray(base.pixels())
-        elements = [Element.from_dict(element) for element in base.evaluate(elements_script(), {"exclude": exclude})]
-        shows_the_day = [e.text for e in elements if self.volatile is not None and self.volatile.search(e.text)]
-        if shows_the_day:
-            raise RuntimeError(
-                f"grounding source {self.name}: page {key} shows {shows_the_day[0]!r}, text that depends on the day: "
-                "add a freeze rule for it in sources.yaml"
-            )
-        return Page(key, group, pixels, elements)
+        for attempt in range(STABLE_READS):
+            # A page's script may still be drawing (a loaded machine): what it adds after a freeze is frozen on
+            # the next read, and text that still depends on the day after the last one is a missing rule.
+            if freeze:
+                base.evaluate(freeze_script(), {"rules": freeze})
+            pixels = np.asarray(base.pixels())
+            elements = [Element.from_dict(e) for e in base.evaluate(elements_script(), {"exclude": exclude})]
+            shows_the_day = [e.text for e in elements if self.volatile is not None and self.volatile.search(e.text)]
+            if not shows_the_day:
+                return Page(key, group, pixels, elements)
+            time.sleep(0.5 * (attempt + 1))
+        raise RuntimeError(
+            f"grounding source {self.name}: page {key} shows {shows_the_day[0]!r}, text that depends on the day: "
+            "add a freeze rule for it in sources.yaml"
+        )
 
     def env_pages(self, env_id: str, task_ids: Sequence[int], wanted: Callable[[str], bool]) -> list[Page]:
         """The pages of env ``env_id``'s episodes ``task_ids``, played in turn in one env (made and closed here)."""
