@@ -104,6 +104,33 @@ def test_resume_from_a_checkpoint_gives_the_same_next_step(in_process_run: Path)
         assert torch.allclose(value, straight["value_head"][name], atol=1e-6), name
 
 
+def test_the_prefix_cache_changes_no_rollout_and_no_evaluation(
+    tiny_model_with_long_context_path: Path, tmp_path: Path
+) -> None:
+    """While the weights hold still (one rollout, one evaluation) the trainer reuses each turn's prefix: the same
+    tokens and replies as without it; the cache is gone before the update."""
+    played, evaluated, reused = [], [], []
+    for tokens in (0, 32_768):
+        overrides = {"prefix_cache_tokens": tokens, "max_turns": [[0, 3]]}
+        config = tiny_config(
+            tiny_model_with_long_context_path, tmp_path / str(tokens), rollout=overrides, eval_episodes=3
+        )
+        trainer = Trainer(from_dict(TrainConfig, config))
+        try:
+            with trainer.prefix_cached():
+                cache = trainer.generator.prefix_cache
+                played.append([(t.token_ids, t.loss_mask) for t in trainer.rollout()])
+                reused.append(len(cache) if cache is not None else 0)
+            assert trainer.generator.prefix_cache is None
+            trainer.evaluate()
+            episodes = (tmp_path / str(tokens) / "eval" / "iteration-000000" / "episodes.jsonl").read_text()
+            evaluated.append(sorted(json.loads(line)["messages"] for line in episodes.splitlines()))
+        finally:
+            trainer.close()
+    assert reused[0] == 0 and reused[1] > 0
+    assert played[0] == played[1] and evaluated[0] == evaluated[1]
+
+
 @pytest.fixture
 def model_server(tiny_model_with_long_context_path: Path) -> Iterator[str]:
     """``serve-model``'s app for the tiny model on a free loopback port, in a thread; yields its base URL."""

@@ -137,6 +137,9 @@ class RolloutConfig:
     of screen envs (``text``, ``screenshot`` or ``both``; the image budget in pixels), as
     ``agentgym eval --observation`` (docs/vlm.md); with ``openai``, each prompt's images go beside its
     ids (``multi_modal_data``, which ``agentgym serve-model`` takes; vLLM's HTTP server does not).
+    ``prefix_cache_tokens``: with ``hf`` (text models), the keys and values of that many recent tokens kept
+    during one rollout or one evaluation, while the weights hold still, so that a turn's prompt runs only
+    what follows the episode's last turn; emptied before each update. 0: off.
     """
 
     backend: Literal["hf", "openai"] = "hf"
@@ -153,6 +156,7 @@ class RolloutConfig:
     action_format: Literal["text", "tools"] = "text"
     observation: Literal["text", "screenshot", "both"] = "text"
     max_pixels: int | None = 1024 * 768
+    prefix_cache_tokens: int = 32_768  # as agentgym eval's hf: policy
 
     def images(self) -> ImageOptions:
         """What the model is shown of screen envs (every image of an episode is kept: prompts only grow)."""

@@ -23,7 +23,7 @@ import random
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -38,6 +38,7 @@ from agentgym.evaluation.runner import EvalItem, run_eval, stable_seed
 from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams, autocast
 from agentgym.llm.models import resolve_model
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
+from agentgym.llm.prefix_cache import PrefixCache
 from agentgym.llm.vision import VisionGenerator, VisionProcessor, is_vision_model, load_processor
 from agentgym.registry import env_info
 from agentgym.train.advantages import gae, gigpo_advantages, grpo_advantages, whiten
@@ -197,7 +198,8 @@ class Trainer:
         if self.algorithm.name == "sft":
             return self.sft_step()
         clock = time.perf_counter()
-        trajectories = self.rollout()
+        with self.prefix_cached():
+            trajectories = self.rollout()
         rolled = time.perf_counter()
         batch = collate(trajectories, self.tokenizer.pad_token_id or 0)
         # A vision-language model's image inputs, per episode, for the forward passes (None: text).
@@ -542,13 +544,26 @@ class Trainer:
             finally:
                 await policy.aclose()
 
-        asyncio.run(run())
+        with self.prefix_cached():
+            asyncio.run(run())
         ok = [record for record in records if record.status == "ok"]
         return games | {
             "eval_success_rate": sum(r.success for r in ok) / max(len(ok), 1),
             "eval_score_mean": sum(r.score for r in ok) / max(len(ok), 1),
             "eval_errors": len(records) - len(ok),
         }
+
+    @contextlib.contextmanager
+    def prefix_cached(self) -> Iterator[None]:
+        """While the weights hold still (one rollout, one evaluation), the in-process generator reuses the keys
+        and values of a prompt's prefix computed before (an episode's last turn): ``rollout.prefix_cache_tokens``."""
+        tokens = self.config.rollout.prefix_cache_tokens
+        if tokens > 0 and isinstance(self.sampler, HFSampler) and self.processor is None:
+            self.generator.prefix_cache = PrefixCache(tokens)
+        try:
+            yield
+        finally:
+            self.generator.prefix_cache = None
 
     def _eval_policy(self, temperature: float) -> Policy:
         rollout = self.config.rollout
