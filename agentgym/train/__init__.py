@@ -1,7 +1,8 @@
 """The reference trainer: GRPO, PPO and GiGPO (and SFT on expert episodes) for multi-turn LLM agents.
 
 ``rollout`` plays groups of episodes as token-in/token-out trajectories; ``advantages``
-holds the estimators; ``loss`` the clipped objective, KL and value loss; ``sft_data`` the expert
+holds the estimators; ``batch`` the padded tensors and per-token advantages; ``loss`` the clipped
+objective, KL and value loss; ``metrics`` the per-iteration log; ``sft_data`` the expert
 episodes for supervised fine-tuning; ``selfplay`` the rollouts on multi-agent games (self-play,
 opponent pools); ``roles`` teams of roles of one model on one env; ``trainer`` the loop; ``config``
 the YAML schema; ``cli`` the ``agentgym train`` command. Needs the ``train`` extra (torch,

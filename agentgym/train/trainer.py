@@ -4,7 +4,7 @@ Read top to bottom, as CleanRL's ``ppo.py``: ``Trainer.__init__`` loads the mode
 the optional value head and reference, and the sampler; ``train`` repeats ``step`` with
 evaluation, logging and checkpoints; ``step`` is one iteration, one visible call per stage, each
 defined below it in that order: ``rollout`` plays the iteration's groups of episodes,
-``collate`` pads them into a ``Batch``, ``score`` takes the logprobs, values and reference
+``collate`` pads them into a ``Batch`` (:mod:`agentgym.train.batch`), ``score`` takes the logprobs, values and reference
 logprobs before the update (``Scores``), ``advantages`` turns rewards into per-token advantages
 (and PPO's returns), ``update`` runs the minibatch epochs, and ``log`` gathers the metrics.
 Supervised fine-tuning (``algorithm.name: sft``) replaces all of that with ``sft_step``: one step
@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import random
 import shutil
 import time
@@ -27,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 from torch import nn
@@ -41,9 +40,11 @@ from agentgym.llm.policies.base import Episode, Message, Policy, Reply
 from agentgym.llm.prefix_cache import PrefixCache
 from agentgym.llm.vision import VisionGenerator, VisionProcessor, is_vision_model, load_processor
 from agentgym.registry import env_info
-from agentgym.train.advantages import gae, gigpo_advantages, grpo_advantages, whiten
+from agentgym.train.advantages import gigpo_advantages, grpo_advantages
+from agentgym.train.batch import Batch, Scores, collate, rows_of, spread_over_turns, token_gae
 from agentgym.train.config import TrainConfig, to_dict
 from agentgym.train.loss import aggregate, clipped_policy_loss, kl_k3, token_logprobs_and_entropy, value_loss
+from agentgym.train.metrics import MetricsLog
 from agentgym.train.rollout import (
     ChatTokens,
     HFSampler,
@@ -273,10 +274,10 @@ class Trainer:
             self.model.eval()
             for rows in (list(range(i, min(i + size, rows_total))) for i in range(0, rows_total, size)):
                 ids, att = batch.token_ids[rows].to(self.device), batch.attention[rows].to(self.device)
-                logprobs, _, chunk_values = self.forward(ids, att, _rows_of(images, rows))
+                logprobs, _, chunk_values = self.forward(ids, att, rows_of(images, rows))
                 old_logprobs[rows], values[rows] = logprobs.cpu(), chunk_values.cpu()
                 if ref_logprobs is not None:
-                    ref_logprobs[rows] = self.reference_logprobs(ids, att, _rows_of(images, rows)).cpu()
+                    ref_logprobs[rows] = self.reference_logprobs(ids, att, rows_of(images, rows)).cpu()
         return Scores(old_logprobs, values, ref_logprobs)
 
     def forward(
@@ -384,7 +385,7 @@ class Trainer:
                 logprobs, entropy, values = self.forward(
                     batch.token_ids[rows].to(self.device),
                     batch.attention[rows].to(self.device),
-                    _rows_of(images, rows),
+                    rows_of(images, rows),
                 )
                 how = algorithm.loss_aggregation
                 loss, clip = clipped_policy_loss(
@@ -670,83 +671,6 @@ def load_weights(model_class: Any, folder: Path, start: Path | None, dtype: torc
     return PeftModel.from_pretrained(model, start).merge_and_unload()
 
 
-class Batch(NamedTuple):
-    """An iteration's trajectories as right-padded ``[episodes, tokens]`` tensors."""
-
-    token_ids: torch.Tensor
-    attention: torch.Tensor
-    mask: torch.Tensor  #: 1 on the model's sampled tokens (the loss mask)
-    sampler_logprobs: torch.Tensor  #: the sampler's logprobs of those tokens, 0 elsewhere
-
-
-class Scores(NamedTuple):
-    """The batch scored before the update (``Trainer.score``), shaped like it."""
-
-    old_logprobs: torch.Tensor  #: the trainer's own logprobs, the ratio's denominator
-    values: torch.Tensor  #: the critic's values (PPO; zeros otherwise)
-    ref_logprobs: torch.Tensor | None  #: the KL reference's logprobs; None at KL weight 0
-
-
-def _rows_of(images: list[dict[str, Any]] | None, rows: list[int]) -> list[dict[str, Any]] | None:
-    """The image inputs of ``rows`` (None for a text model)."""
-    return None if images is None else [images[row] for row in rows]
-
-
-def collate(trajectories: list[Trajectory], pad_id: int) -> Batch:
-    """Right-padded ``token_ids``, attention mask, loss mask and sampler logprobs."""
-    length = max(len(t.token_ids) for t in trajectories)
-    token_ids = torch.full((len(trajectories), length), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(trajectories), length), dtype=torch.long)
-    mask = torch.zeros((len(trajectories), length))
-    logprobs = torch.zeros((len(trajectories), length))
-    for i, t in enumerate(trajectories):
-        n = len(t.token_ids)
-        token_ids[i, :n] = torch.tensor(t.token_ids)
-        attention[i, :n] = 1
-        mask[i, :n] = torch.tensor(t.loss_mask, dtype=torch.float)
-        logprobs[i, :n] = torch.tensor(t.logprobs)
-    return Batch(token_ids, attention, mask, logprobs)
-
-
-def spread_over_turns(trajectories: list[Trajectory], turn_advantages: list[list[float]]) -> torch.Tensor:
-    """Per-turn advantages as a padded per-token tensor: each turn's value on the tokens up to its last sampled one.
-
-    Only the turn's sampled tokens are in the loss (the mask), so the prompt and env tokens
-    before them may carry the value too.
-    """
-    advantages = torch.zeros(len(trajectories), max(len(t.token_ids) for t in trajectories))
-    for i, t in enumerate(trajectories):
-        start = 0
-        for end, advantage in zip(t.turn_ends, turn_advantages[i]):
-            advantages[i, start : end + 1] = advantage
-            start = end + 1
-    return advantages
-
-
-def token_gae(
-    trajectories: list[Trajectory], values: torch.Tensor, gamma: float, lam: float, std_normalize: bool
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """PPO: GAE over each episode's model tokens, a turn's reward on its last token; (advantages, returns).
-
-    With ``std_normalize`` the advantages are whitened over the batch's model tokens (CleanRL's ``norm_adv``).
-    """
-    length = max(len(t.token_ids) for t in trajectories)
-    advantages = torch.zeros(len(trajectories), length)
-    returns = torch.zeros(len(trajectories), length)
-    model_tokens = torch.zeros(len(trajectories), length, dtype=torch.bool)
-    for i, t in enumerate(trajectories):
-        positions = torch.tensor([k for k, m in enumerate(t.loss_mask) if m])
-        token_rewards = torch.zeros(len(positions))
-        ends = {end: reward for end, reward in zip(t.turn_ends, t.rewards)}
-        for k, position in enumerate(positions.tolist()):
-            token_rewards[k] = ends.get(position, 0.0)
-        advantages[i, positions], returns[i, positions] = gae(token_rewards, values[i, positions], gamma, lam)
-        model_tokens[i, positions] = True
-    if std_normalize:
-        advantages[model_tokens] = whiten(advantages[model_tokens])
-    return advantages, returns
-
-
 class GeneratorPolicy(Policy):
     """The model being trained as a runner policy (in-process, batched), for periodic evaluation."""
 
@@ -765,39 +689,3 @@ class GeneratorPolicy(Policy):
 
     async def aclose(self) -> None:
         await self.batcher.aclose()
-
-
-class MetricsLog:
-    """Metrics per iteration to ``metrics.jsonl``, and to TensorBoard and W&B where enabled."""
-
-    def __init__(self, out: Path, tensorboard: bool, wandb_project: str | None, config: dict[str, Any]) -> None:
-        self.file = (out / "metrics.jsonl").open("a", encoding="utf-8")
-        self.writer = None
-        if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.writer = SummaryWriter(str(out / "tensorboard"))
-        self.wandb = None
-        if wandb_project:
-            import wandb
-
-            self.wandb = wandb.init(project=wandb_project, config=config, dir=str(out))
-
-    def write(self, metrics: dict[str, float], step: int) -> None:
-        clean = {key: value for key, value in metrics.items() if not (isinstance(value, float) and math.isnan(value))}
-        self.file.write(json.dumps(clean) + "\n")
-        self.file.flush()
-        if self.writer is not None:
-            for key, value in clean.items():
-                self.writer.add_scalar(f"train/{key}", value, step)
-        if self.wandb is not None:
-            self.wandb.log(clean, step=step)
-
-    def close(self) -> None:
-        if not self.file.closed:
-            self.file.close()
-        if self.writer is not None:
-            self.writer.close()
-        if self.wandb is not None:
-            self.wandb.finish()
-            self.wandb = None
