@@ -176,8 +176,8 @@ def _rescore(args: argparse.Namespace) -> int:
 
 
 def _prepare(args: argparse.Namespace) -> int:
+    from agentgym.evaluation.plan import plan, planned_tasks
     from agentgym.evaluation.preparation import prepare_items
-    from agentgym.evaluation.runner import plan, planned_tasks
 
     if args.suite_name and args.suite:
         raise UsageError("give the suite as SUITE or --suite, not both")

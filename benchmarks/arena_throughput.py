@@ -35,8 +35,8 @@ from recording import record
 
 import agentgym
 from agentgym.evaluation.arena import run_arena, schedule
+from agentgym.evaluation.plan import stable_seed
 from agentgym.evaluation.records import MatchRecord
-from agentgym.evaluation.runner import stable_seed
 from agentgym.multiagent import make_game
 
 #: (game, strong player, default games); the other player is ``random``.

@@ -32,7 +32,8 @@ import gymnasium as gym
 import orjson
 from recording import record
 
-from agentgym.evaluation.runner import EvalItem, plan, run_eval
+from agentgym.evaluation.plan import plan
+from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import OraclePolicy
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, ChatWrapper
 

@@ -161,7 +161,7 @@ def task_colours(iterations: int, groups: int, seed: int) -> list[str]:
     """
     import random
 
-    from agentgym.evaluation.runner import stable_seed
+    from agentgym.evaluation.plan import stable_seed
 
     env, colours = ColourScreenEnv(), []
     for iteration in range(iterations):

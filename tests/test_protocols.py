@@ -26,8 +26,9 @@ from agentgym import cli
 from agentgym.evaluation.leaderboard import collect, format_terminal, write_html
 from agentgym.evaluation.leaderboard.published import published_results
 from agentgym.evaluation.metrics import env_metrics, metric_definitions
+from agentgym.evaluation.plan import plan
 from agentgym.evaluation.rescore import format_report, rescore
-from agentgym.evaluation.runner import EvalItem, plan, run_eval
+from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.evaluation.suites import load_suite, parse_suite, suite_names
 from agentgym.llm.policies import make_policy
 from agentgym.registry import env_info

@@ -16,9 +16,10 @@ import pytest
 
 import agentgym
 from agentgym.core import TaskSplits, TextEnv
+from agentgym.evaluation.plan import plan
 from agentgym.evaluation.records import Tokens
 from agentgym.evaluation.results import EPISODES_FILE, read_episodes, read_run
-from agentgym.evaluation.runner import EvalItem, plan, run_eval
+from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import OraclePolicy, RandomPolicy
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
 from agentgym.registry import env_info

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import agentgym
+from agentgym.evaluation.plan import stable_seed
 from agentgym.evaluation.records import MatchRecord, MatchTurn, Tokens
 from agentgym.evaluation.results import play_missing, read_matches, read_run
-from agentgym.evaluation.runner import stable_seed
 from agentgym.evaluation.table import format_table
 from agentgym.llm.policies import Policy, make_policy
 from agentgym.llm.policies.base import Episode

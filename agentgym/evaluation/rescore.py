@@ -28,9 +28,10 @@ import gymnasium as gym
 
 from agentgym.evaluation.fingerprint import recorded_fingerprint
 from agentgym.evaluation.metrics import env_metrics
+from agentgym.evaluation.plan import BACKEND_KWARGS
 from agentgym.evaluation.records import EpisodeRecord, Turn
 from agentgym.evaluation.results import EPISODES_FILE, read_episodes, read_run
-from agentgym.evaluation.runner import BACKEND_KWARGS, EvalItem
+from agentgym.evaluation.runner import EvalItem
 
 #: Floats (rewards, scores, returns) agree when they differ by at most this.
 TOLERANCE = 1e-9

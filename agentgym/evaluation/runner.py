@@ -40,249 +40,31 @@ import asyncio
 import contextlib
 import hashlib
 import itertools
-import queue
-import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass, field
-from functools import cached_property, lru_cache, partial
+from dataclasses import dataclass
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
-from gymnasium import spaces
-
 import agentgym
-from agentgym.computer_use import FORMATS as COMPUTER_USE_FORMATS
 from agentgym.core import INFRA_ERROR_KEY
+from agentgym.evaluation.env_host import EnvFailure, EnvHost, InfraFailure
 from agentgym.evaluation.fingerprint import recorded_fingerprint
+from agentgym.evaluation.plan import EvalItem, PlannedEpisode, plan, planned_tasks
 from agentgym.evaluation.preparation import Preparations, family_limits, interleave, limit_key, ready_first
 from agentgym.evaluation.records import EpisodeRecord, Tokens, Turn
-from agentgym.evaluation.results import Tally, episode_key, play_missing
+from agentgym.evaluation.results import Tally, play_missing
 from agentgym.llm.policies.base import Episode, Policy
-from agentgym.registry import env_info, inline_safe
 from agentgym.safety import episode_safety
-from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat, ChatWrapper
-from agentgym.wrappers.computer_use import pixel_action_kwargs
+from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat
 from agentgym.wrappers.screenshots import ScreenshotRecorder
-from agentgym.wrappers.vision import ImageOptions, replace_images, screenshot_kwargs
+from agentgym.wrappers.vision import ImageOptions, replace_images
 
 #: ``info`` keys a turn record leaves out: the episode record holds them once.
 REDUNDANT_INFO = ("task_id", "split", "instruction", "steps")
 #: ``info`` keys not in a turn's ``info``: the redundant ones, and those the turn holds as fields.
 TURN_LEAVES_OUT = (*REDUNDANT_INFO, "action", "invalid_action")
-#: Env kwargs that say where an env runs, not what it plays: left out of episode labels.
-BACKEND_KWARGS = ("backend", "ray_", "docker_")
-
-
-@dataclass(frozen=True)
-class EvalItem:
-    """One env of a run: how many episodes, on which split, with what turn limit.
-
-    ``task_ids`` (a published protocol's exact list) replaces "the first ``episodes`` tasks of the split".
-    """
-
-    env: str
-    episodes: int
-    split: str = "test"
-    max_turns: int | None = None
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    task_ids: tuple[int, ...] | None = None
-
-    def describe(self) -> dict[str, Any]:
-        """The item as ``run.json`` records it (``task_ids`` only where the item has them)."""
-        data = asdict(self)
-        if self.task_ids is None:
-            del data["task_ids"]
-        else:
-            data["task_ids"] = list(self.task_ids)
-        return data
-
-    @cached_property
-    def label(self) -> str:
-        """The env id with its kwargs, ``FrozenLake-v0[is_slippery=True]``; backend kwargs are left out.
-
-        Where an env runs (``backend``, ``ray_*``, ``docker_*``) does not change its episodes,
-        so runs on different backends share episode keys and seeds (and can resume each other).
-        """
-        kwargs = {key: value for key, value in sorted(self.kwargs.items()) if not key.startswith(BACKEND_KWARGS)}
-        if not kwargs:
-            return self.env
-        return f"{self.env}[{','.join(f'{key}={value!r}' for key, value in kwargs.items())}]"
-
-
-@dataclass(frozen=True)
-class PlannedEpisode:
-    key: str
-    item: EvalItem
-    task_id: int
-    repeat: int
-    seed: int
-
-
-class EnvFailure(RuntimeError):
-    """An env call raised or exceeded its timeout; the env is not used again."""
-
-
-class InfraFailure(EnvFailure):
-    """The env ended the episode reporting a failure of its infrastructure (``info["infra_error"]``)."""
-
-
-def stable_seed(*parts: object) -> int:
-    """A 31-bit seed derived from ``parts``, the same in every process."""
-    digest = hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=4).digest()
-    return int.from_bytes(digest, "big") >> 1
-
-
-def plan(items: list[EvalItem], seed: int) -> list[PlannedEpisode]:
-    """Every episode of a run: the first ``episodes`` tasks of each item's split, or its ``task_ids``.
-
-    Asking for more episodes than the split holds plays its tasks again as further
-    repeats (with other seeds); a task id listed twice in ``task_ids`` is played as repeats too.
-    """
-    planned = []
-    for item in items:
-        if item.task_ids is not None:
-            chosen = list(item.task_ids)
-        else:
-            split_ids = env_info(item.env).splits.ids(item.split)  # type: ignore[arg-type]
-            chosen = [split_ids[index % len(split_ids)] for index in range(item.episodes)]
-        seen: dict[int, int] = {}
-        for task_id in chosen:
-            repeat = seen[task_id] = seen.get(task_id, -1) + 1
-            key = episode_key(item.label, item.split, task_id, repeat)
-            planned.append(PlannedEpisode(key, item, task_id, repeat, stable_seed(seed, key)))
-    return planned
-
-
-def planned_tasks(planned: list[PlannedEpisode]) -> dict[str, set[int]]:
-    """Each item's label -> the task ids its planned episodes play (what its preparation prepares)."""
-    tasks: dict[str, set[int]] = {}
-    for episode in planned:
-        tasks.setdefault(episode.item.label, set()).add(episode.task_id)
-    return tasks
-
-
-class _EnvThread:
-    """A daemon thread that runs one env's calls in order; abandoned if a call hangs."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, name: str) -> None:
-        self._loop = loop
-        self._jobs: queue.SimpleQueue[tuple[asyncio.Future, Callable[[], Any]] | None] = queue.SimpleQueue()
-        threading.Thread(target=self._serve, name=name, daemon=True).start()
-
-    def submit(self, function: Callable[[], Any]) -> asyncio.Future:
-        future = self._loop.create_future()
-        self._jobs.put((future, function))
-        return future
-
-    def stop(self) -> None:
-        self._jobs.put(None)
-
-    def _serve(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            future, function = job
-            try:
-                result, error = function(), None
-            except BaseException as exception:  # handed to the awaiting episode
-                result, error = None, exception
-            try:
-                self._loop.call_soon_threadsafe(_settle, future, result, error)
-            except RuntimeError:  # the loop is closed: nobody waits any more
-                return
-
-
-def _settle(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
-    if future.done():  # the waiter timed out or was cancelled
-        return
-    if error is None:
-        future.set_result(result)
-    else:
-        future.set_exception(error)
-
-
-class EnvHost:
-    """One env, wrapped for chat, and where its calls run (inline or its own thread)."""
-
-    def __init__(
-        self,
-        item: EvalItem,
-        system_prompt: str | None,
-        history_window: int | None,
-        timeout_s: float,
-        backend: str | None = None,
-        action_format: ActionFormat = "text",
-        images: ImageOptions | None = None,
-    ):
-        self.item = item
-        self.images = images or ImageOptions()
-        self.action_format = action_format
-        self.kwargs = item.kwargs if backend is None else {**item.kwargs, "backend": backend}
-        self.timeout_s = timeout_s
-        self.inline = inline_safe(item.env, self.kwargs)
-        self._thread = None if self.inline else _EnvThread(asyncio.get_running_loop(), f"env-{item.env}")
-        self._system_prompt = system_prompt
-        self._history_window = history_window
-        self.chat: ChatWrapper | None = None
-        #: The Ray node the env runs on (None off Ray, and before :meth:`start`).
-        self.node_id: str | None = None
-
-    async def start(self) -> None:
-        """Make the env (in its thread unless inline)."""
-
-        def make() -> ChatWrapper:
-            limit = {"max_episode_steps": self.item.max_turns} if self.item.max_turns else {}
-            screen = screenshot_kwargs(self.item.env) if self.images.images else {}
-            if self.action_format in COMPUTER_USE_FORMATS:  # a browser env gets its coordinate actions
-                screen |= pixel_action_kwargs(self.item.env)
-            env = gym.make(self.item.env, **limit, **{**screen, **self.kwargs})
-            if not isinstance(env.observation_space, spaces.Text):  # a text observation has no screenshot to save
-                env = ScreenshotRecorder(env)
-            return ChatWrapper(env, self._system_prompt, self._history_window, self.action_format, self.images)
-
-        self.chat = await self.call(make)
-        self.node_id = getattr(self.chat.unwrapped, "node_id", None)
-
-    async def call(self, function: Callable[[], Any]) -> Any:
-        """``function()`` where this env's calls run; :class:`EnvFailure` if it raises or hangs."""
-        try:
-            if self._thread is None:
-                return function()
-            return await asyncio.wait_for(self._thread.submit(function), self.timeout_s)
-        except asyncio.TimeoutError:
-            raise EnvFailure(f"env call exceeded its {self.timeout_s:g} s timeout") from None
-        except Exception as error:
-            raise env_failure(error) from error
-
-    def step_now(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """The chat env's ``step(action)`` called here (an inline env: no thread, no coroutine);
-        :class:`EnvFailure` if it raises."""
-        assert self.chat is not None and self.inline
-        try:
-            return self.chat.step(action)
-        except Exception as error:
-            raise env_failure(error) from error
-
-    def close(self) -> None:
-        """Close the env where it runs, without waiting (a hung env is left to its thread)."""
-        chat = self.chat
-        if self._thread is None:
-            if chat is not None:
-                _close_quietly(chat)
-            return
-        if chat is not None:
-            self._thread.submit(lambda: _close_quietly(chat))
-        self._thread.stop()
-
-
-def env_failure(error: Exception) -> EnvFailure:
-    """The :class:`EnvFailure` of an env call that raised ``error``."""
-    return EnvFailure(f"env raised {type(error).__name__}: {error}")
-
-
-def _close_quietly(env: gym.Env) -> None:
-    with contextlib.suppress(Exception):  # closing a broken env must not stop the run
-        env.close()
 
 
 @dataclass

@@ -28,7 +28,7 @@ import torch
 from gymnasium.envs.registration import load_env_creator
 from torch import nn
 
-from agentgym.evaluation.runner import stable_seed
+from agentgym.evaluation.plan import stable_seed
 from agentgym.llm.generation import Generator, SamplingParams
 from agentgym.multiagent import GAME_SPLITS, TextGame, make_game
 from agentgym.registry import env_info

@@ -32,8 +32,9 @@ import torch
 from torch import nn
 from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer
 
+from agentgym.evaluation.plan import stable_seed
 from agentgym.evaluation.records import EpisodeRecord
-from agentgym.evaluation.runner import EvalItem, run_eval, stable_seed
+from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams, autocast
 from agentgym.llm.models import resolve_model
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
