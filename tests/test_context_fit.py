@@ -94,3 +94,28 @@ def test_openai_policy_drops_turns_when_the_server_says_the_context_is_too_short
     assert reply.prompt_tokens < generator.context_length
     assert prompt_tokens(generator, drop_oldest_turns(messages, episode.dropped_turns - 1)) >= generator.context_length
     assert reply.finish_reason in ("stop", "length")
+
+
+def test_an_episode_whose_task_outgrows_the_context_ends_failed_not_errored(
+    tiny_model_path: Path, tmp_path: Path
+) -> None:
+    """An 8x8 lake's first observation alone is longer than the tiny model's 256 tokens: in process and through
+    serve-model, the runner ends each episode there, unsuccessful and marked ``stopped: context``, with no error."""
+    from agentgym.evaluation.results import read_episodes
+    from agentgym.evaluation.runner import EvalItem, run_eval
+
+    item = EvalItem("FrozenLake-v0", 2, "test", max_turns=3, kwargs={"size": 8})
+    generator = Generator.from_pretrained(tiny_model_path, device="cpu")
+    with serving_in_thread(create_app(generator, "tiny")) as url:
+        policies = {
+            "hf": HFPolicy(tiny_model_path, device="cpu", max_new_tokens=MAX_NEW),
+            "serve-model": OpenAIPolicy("tiny", url + "/v1", max_tokens=MAX_NEW),
+        }
+        for name, policy in policies.items():
+            asyncio.run(run_eval(name, policy, [item], tmp_path / name))
+            records = list(read_episodes(tmp_path / name).values())
+            assert len(records) == 2, name
+            for record in records:
+                assert (record.status, record.error, record.stopped) == ("ok", None, "context"), name
+                assert not record.success and record.truncated and record.steps == 0
+                assert record.messages[-1]["role"] == "user"  # the observation it could not read

@@ -95,6 +95,9 @@ class EpisodeRecord:
     #: Why each earlier attempt of this episode was abandoned (its env's infrastructure failed) and
     #: played again on a fresh env; empty when the first attempt counted.
     retries: list[str] = field(default_factory=list)
+    #: Why the runner ended the episode before the env did: ``"context"``, the prompt no longer fit the model's
+    #: context even with its oldest turns left out (a failure of the model, not an error); None otherwise.
+    stopped: str | None = None
     wall_s: float = 0.0
     schema: int = SCHEMA_VERSION
     #: The final ``info["utility"]`` where the env reports one (AgentDojo, the -Attack ids; docs/safety.md).
@@ -197,6 +200,8 @@ def to_json(record: Record) -> dict[str, Any]:
         data["screenshots"] = record.screenshots
     if record.retries:
         data["retries"] = record.retries
+    if record.stopped is not None:
+        data["stopped"] = record.stopped
     if record.utility is not None:
         data["utility"] = record.utility
     if record.attack_success is not None:
@@ -314,6 +319,7 @@ def episode_from_json(data: Any) -> EpisodeRecord:
         started=data.get("started"),
         screenshots=data.get("screenshots"),
         retries=list(data.get("retries") or ()),
+        stopped=data.get("stopped"),
         wall_s=_float(data.get("wall_s")),
         utility=utility,
         attack_success=attack_success,

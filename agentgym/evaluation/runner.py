@@ -55,12 +55,14 @@ from agentgym.evaluation.plan import EvalItem, PlannedEpisode, plan, planned_tas
 from agentgym.evaluation.preparation import Preparations, family_limits, interleave, limit_key, ready_first
 from agentgym.evaluation.records import EpisodeRecord, Tokens, Turn
 from agentgym.evaluation.results import Tally, play_missing
-from agentgym.llm.policies.base import Episode, Policy
+from agentgym.llm.policies.base import Episode, Policy, PromptTooLong
 from agentgym.safety import episode_safety
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat
 from agentgym.wrappers.screenshots import ScreenshotRecorder
 from agentgym.wrappers.vision import ImageOptions, replace_images
 
+#: ``EpisodeRecord.stopped`` of an episode whose prompt outgrew the model's context (:class:`PromptTooLong`).
+STOPPED_CONTEXT = "context"
 #: ``info`` keys a turn record leaves out: the episode record holds them once.
 REDUNDANT_INFO = ("task_id", "split", "instruction", "steps")
 #: ``info`` keys not in a turn's ``info``: the redundant ones, and those the turn holds as fields.
@@ -303,11 +305,16 @@ class Runner:
         # An inline env is stepped without a coroutine, and asked for a reply ready at once first.
         step_now = host.step_now if host.inline else None
         act_now = self.policy.act_now if host.inline else None
+        terminated = truncated = False
         while True:
             started = clock()
-            reply = None if act_now is None else act_now(messages, episode)
-            if reply is None:
-                reply = await act(messages, episode)
+            try:
+                reply = None if act_now is None else act_now(messages, episode)
+                if reply is None:
+                    reply = await act(messages, episode)
+            except PromptTooLong:  # the model cannot read this turn: the episode ends, failed by the model
+                record.stopped, truncated = STOPPED_CONTEXT, True
+                break
             replied = clock()
             if step_now is not None:
                 messages, reward, terminated, truncated, info = step_now(reply.action)

@@ -94,6 +94,12 @@ class Reply:
         return cls(parsed.content or "", tool_calls=parsed.tool_calls, **usage)
 
 
+class PromptTooLong(RuntimeError):
+    """The episode's prompt does not fit the model's context even with its oldest turns left out (the task and the
+    newest observation alone are too long). The runner ends the episode there, unsuccessful, as a failure of the
+    model rather than an error (``EpisodeRecord.stopped == "context"``; AgentBench's "agent context limit")."""
+
+
 class Policy(abc.ABC):
     """Maps the chat history of an episode to the next reply.
 

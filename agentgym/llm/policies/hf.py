@@ -33,7 +33,15 @@ from agentgym.llm.generation import (
     SamplingParams,
 )
 from agentgym.llm.models import resolve_model
-from agentgym.llm.policies.base import Episode, Message, Policy, Reply, drop_oldest_turns, droppable_turns
+from agentgym.llm.policies.base import (
+    Episode,
+    Message,
+    Policy,
+    PromptTooLong,
+    Reply,
+    drop_oldest_turns,
+    droppable_turns,
+)
 from agentgym.llm.vision import VisionGenerator, load_generator
 
 
@@ -78,7 +86,10 @@ class HFPolicy(Policy):
         """The model's reply to the chat so far (its oldest turns left out where the context cannot hold them)."""
         params = replace(self.params, seed=episode.rng.getrandbits(63))
         messages = self.fitted(messages, episode)
-        completion = await self.batcher.submit(Request(messages, params, episode.tools))
+        try:
+            completion = await self.batcher.submit(Request(messages, params, episode.tools))
+        except ContextLengthError as error:
+            raise PromptTooLong(str(error)) from error
         return Reply.parsed(
             completion.text,
             episode.tools,

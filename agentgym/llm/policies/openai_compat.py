@@ -12,7 +12,15 @@ from typing import Any
 
 import httpx
 
-from agentgym.llm.policies.base import Episode, Message, Policy, Reply, drop_oldest_turns, droppable_turns
+from agentgym.llm.policies.base import (
+    Episode,
+    Message,
+    Policy,
+    PromptTooLong,
+    Reply,
+    drop_oldest_turns,
+    droppable_turns,
+)
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
@@ -26,8 +34,8 @@ class PolicyError(RuntimeError):
     """The model endpoint failed in a way retrying did not fix."""
 
 
-class ContextOverflow(PolicyError):
-    """The endpoint refused the prompt as longer than the model's context."""
+class ContextOverflow(PolicyError, PromptTooLong):
+    """The endpoint refused the prompt as longer than the model's context, with every turn it may leave out left out."""
 
 
 class OpenAIPolicy(Policy):
