@@ -14,7 +14,8 @@ Two reports:
 * ``leaderboard SUITE``: every path on the suite (greedy, the same seeds), beside the oracle and random: success
   and score with 95% intervals per family, the invalid-action rate and its reasons (no ``Action:`` line, unknown
   command, bad arguments, reply cut at ``--max-tokens``), tokens per episode, turns whose prompt left out old
-  turns to fit the 8k context, errored episodes -> ``benchmarks/results/real_model_leaderboard.{json,md}``;
+  turns to fit the 8k context, episodes stopped because even their task overflows it, errored episodes ->
+  ``benchmarks/results/real_model_leaderboard.{json,md}``;
 * ``throughput``: the same episodes at concurrency 1, 8 and 32 on each path: prompt and generated tokens per
   second, episodes per minute, seconds per reply and to the first reply, and for the servers the time to the first
   streamed token of the episodes' first prompts sent at that concurrency -> ``real_model_throughput.{json,md}``;
@@ -247,6 +248,7 @@ def family_rows(folder: Path, verb_cache: dict[str, set[str]]) -> dict[str, dict
             "prompt_tokens": sum(record.tokens.prompt for record in played if record.tokens) / max(len(played), 1),
             "completion_tokens": sum(r.tokens.completion for r in played if r.tokens) / max(len(played), 1),
             "truncated_prompts": sum(turn.dropped_turns > 0 for record in played for turn in record.turns),
+            "context_stopped": sum(record.stopped == "context" for record in played),
         }
     return rows
 
@@ -340,14 +342,15 @@ def leaderboard_markdown(report: dict[str, Any]) -> str:
             f"## `{policy}`: invalid actions and their reasons, tokens, context",
             "",
             "| family | episodes | turns | invalid | " + " | ".join(REASONS) + " | prompt tok/ep | gen tok/ep | "
-            "prompts cut to fit |",
-            "|---" * (7 + len(REASONS)) + "|",
+            "prompts cut to fit | episodes over the context |",
+            "|---" * (8 + len(REASONS)) + "|",
         ]
         for family, row in report["families"][policy].items():
             reasons = " | ".join(str(row["reasons"][reason]) for reason in REASONS)
             lines.append(
                 f"| {family} | {row['episodes']} | {row['turns']} | {row['invalid_rate']:.0%} | {reasons} | "
-                f"{row['prompt_tokens']:,.0f} | {row['completion_tokens']:,.0f} | {row['truncated_prompts']} |"
+                f"{row['prompt_tokens']:,.0f} | {row['completion_tokens']:,.0f} | {row['truncated_prompts']} | "
+                f"{row.get('context_stopped', 0)} |"
             )
     walls = ", ".join(f"{name} {seconds / 60:.1f} min" for name, seconds in report["wall_s"].items())
     lines += ["", f"Wall time (first episode start to last episode end; machine shared with other work): {walls}.", ""]
