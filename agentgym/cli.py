@@ -226,8 +226,8 @@ def _eval_policy(
 
     from agentgym.evaluation.preparation import Preparations
     from agentgym.evaluation.runner import run_eval
+    from agentgym.images import ImageOptions
     from agentgym.llm.policies import make_policy, parse_spec
-    from agentgym.wrappers.vision import ImageOptions
 
     policy = make_policy(spec, **_policy_options(args, parse_spec(spec)[0]))
     out = out or base / _slug(policy.name)

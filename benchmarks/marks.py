@@ -23,8 +23,8 @@ import gymnasium as gym
 from recording import record
 
 import agentgym  # noqa: F401  (registers the ids)
+from agentgym.images import ImageOptions, encode_screenshot
 from agentgym.utils.marks import draw_marks
-from agentgym.wrappers.vision import ImageOptions, encode_screenshot
 
 PAGES: dict[str, tuple[str, dict[str, Any], int, list[str]]] = {
     # name: (env id, kwargs, task id, commands played before measuring)

@@ -32,7 +32,7 @@ import numpy as np
 from recording import record
 
 import agentgym
-from agentgym.wrappers.vision import ImageOptions, decode_image, image_url, screenshot_kwargs
+from agentgym.images import ImageOptions, decode_image, image_url, screenshot_kwargs
 
 FAMILIES = {
     "Desktop-v0": "move(100, 100)",

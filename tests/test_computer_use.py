@@ -21,10 +21,10 @@ import pytest
 
 import agentgym  # noqa: F401  (registers the ids)
 from agentgym.computer_use import FORMATS, FormatError, Geometry, get_format, smart_resize
+from agentgym.images import ImageOptions
 from agentgym.utils.marks import PALETTE, Mark, draw_marks
 from agentgym.wrappers.chat import ChatWrapper
 from agentgym.wrappers.computer_use import ComputerUseWrapper
-from agentgym.wrappers.vision import ImageOptions
 
 needs_chromium = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
 _DESKTOP_TOOLS = ("Xvfb", "openbox", "xdotool", "wmctrl", "mousepad", "dbus-daemon")

@@ -26,9 +26,9 @@ from agentgym.core import SPLIT_NAMES
 from agentgym.environments.grounding import dataset, similarity
 from agentgym.environments.grounding.describe import Element, describe, in_direction, pick
 from agentgym.environments.grounding.env import GroundingEnv, in_box, pixel_share
+from agentgym.images import ImageOptions
 from agentgym.wrappers.chat import ChatWrapper
 from agentgym.wrappers.computer_use import ComputerUseWrapper
-from agentgym.wrappers.vision import ImageOptions
 
 SOURCE = "MiniWoB"
 #: Every source, each registered alone as Grounding-<Source>-v0; Grounding-v0 mixes them.

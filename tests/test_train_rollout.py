@@ -12,8 +12,8 @@ pytest.importorskip("transformers")
 
 from transformers import AutoTokenizer  # noqa: E402
 
-from agentgym.train.rollout import ChatTokens, Sample, chat_env, make_slots, play_episodes  # noqa: E402
 from agentgym.train.batch import collate  # noqa: E402
+from agentgym.train.rollout import ChatTokens, Sample, chat_env, make_slots, play_episodes  # noqa: E402
 
 SYSTEM = "Reply with one move."
 

@@ -42,9 +42,9 @@ from transformers.utils import get_json_schema  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
 import agentgym  # noqa: E402,F401
+from agentgym.images import ImageOptions, decode_image, image_url, is_image_part  # noqa: E402
 from agentgym.integrations.trl import LATER_SCREENSHOT, grpo_kwargs  # noqa: E402
 from agentgym.wrappers.chat import ChatWrapper  # noqa: E402
-from agentgym.wrappers.vision import ImageOptions, decode_image, image_url, is_image_part  # noqa: E402
 
 ENV_ID = "FrozenLake-Visual-v0"
 ENV_KWARGS = {"size": 2}

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import agentgym
+from agentgym.images import ImageOptions, decode_image
 from agentgym.utils.grid_image import Shape, Tile, TileSet
-from agentgym.wrappers.vision import ImageOptions, decode_image
 
 #: Each visual id, the text id whose tasks and rules it shares, and its image size.
 PUZZLES = {

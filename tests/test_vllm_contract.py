@@ -54,6 +54,7 @@ from tiny_vlm import build_tiny_qwen2_vl  # noqa: E402
 import agentgym.llm.serve_model as serve_model  # noqa: E402
 import agentgym.train.rollout as rollout  # noqa: E402
 from agentgym.evaluation.runner import EvalItem, run_eval  # noqa: E402
+from agentgym.images import ImageOptions  # noqa: E402
 from agentgym.integrations import venvs  # noqa: E402
 from agentgym.llm.generation import Generator, SamplingParams  # noqa: E402
 from agentgym.llm.policies.base import Episode  # noqa: E402
@@ -62,7 +63,6 @@ from agentgym.llm.vision import load_generator  # noqa: E402
 from agentgym.train.config import RolloutConfig  # noqa: E402
 from agentgym.train.rollout import ChatTokens, ServerSampler, chat_env, make_slots, play_episodes  # noqa: E402
 from agentgym.wrappers.chat import ChatWrapper  # noqa: E402
-from agentgym.wrappers.vision import ImageOptions  # noqa: E402
 
 TESTS = Path(__file__).parent
 

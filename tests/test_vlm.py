@@ -27,15 +27,15 @@ from PIL import Image
 from tiny_vlm import build_tiny_llava, build_tiny_qwen2_vl
 from transformers import AutoModelForImageTextToText
 
-import agentgym.wrappers.vision as vision
+import agentgym.images as vision
 from agentgym.evaluation.runner import EvalItem, run_eval
+from agentgym.images import ImageOptions, encode_screenshot, image_part, text_part
 from agentgym.llm.generation import Generator, Request, RequestError, SamplingParams
 from agentgym.llm.policies.base import Episode
 from agentgym.llm.policies.hf import HFPolicy
 from agentgym.llm.policies.openai_compat import OpenAIPolicy
 from agentgym.llm.serve_model import create_app
 from agentgym.llm.vision import QwenVLProcessor, VisionGenerator, VisionProcessor, load_generator
-from agentgym.wrappers.vision import ImageOptions, encode_screenshot, image_part, text_part
 
 MODEL = "tiny-qwen2-vl"
 

@@ -15,7 +15,7 @@ pytest.importorskip("PIL")
 from PIL import Image  # noqa: E402
 
 import agentgym  # noqa: E402,F401
-from agentgym.wrappers.vision import decode_image  # noqa: E402
+from agentgym.images import decode_image  # noqa: E402
 
 ENV_ID = "MiniWoB-click-button-v0"
 

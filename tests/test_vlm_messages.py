@@ -1,4 +1,4 @@
-"""Screenshots as chat content (agentgym.wrappers.vision, ChatWrapper's ``images=``): image parts for
+"""Screenshots as chat content (agentgym.images, ChatWrapper's ``images=``): image parts for
 screen observations, none for text envs (their messages byte for byte as before), the pixel budget,
 the coordinate note, the element list, kept images, tools mode, and decoding with clear errors."""
 
@@ -16,8 +16,7 @@ from gymnasium import spaces
 
 import agentgym  # noqa: F401  (registers the ids)
 from agentgym.core import UnicodeText, observation_text
-from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, ChatWrapper, MessagesSpace
-from agentgym.wrappers.vision import (
+from agentgym.images import (
     ELIDED_IMAGE,
     ImageError,
     ImageOptions,
@@ -29,6 +28,7 @@ from agentgym.wrappers.vision import (
     replace_images,
     without_element_list,
 )
+from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, ChatWrapper, MessagesSpace
 
 pytest.importorskip("PIL")
 from PIL import Image  # noqa: E402

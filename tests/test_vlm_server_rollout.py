@@ -26,11 +26,11 @@ import torch  # noqa: E402
 from tiny_vlm import build_tiny_qwen2_vl  # noqa: E402
 
 import agentgym  # noqa: E402
+from agentgym.images import ImageOptions  # noqa: E402
 from agentgym.llm.vision import load_processor  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict  # noqa: E402
 from agentgym.train.rollout import VisionChatTokens  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402
-from agentgym.wrappers.vision import ImageOptions  # noqa: E402
 
 ENV = "FrozenLake-Visual-v0"
 

@@ -133,8 +133,8 @@ def test_resume_from_a_checkpoint_gives_the_same_next_step(run: tuple[Path, list
 
 def test_gigpo_anchors_tell_screens_apart() -> None:
     """GiGPO groups turns by the observation they acted on: for screenshots, its text and its images."""
+    from agentgym.images import image_part, text_part
     from agentgym.train.rollout import _observation
-    from agentgym.wrappers.vision import image_part, text_part
 
     def history(url: str) -> list[dict]:
         return [{"role": "user", "content": [image_part(url), text_part("Click OK.")]}]

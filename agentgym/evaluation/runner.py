@@ -55,11 +55,11 @@ from agentgym.evaluation.plan import EvalItem, PlannedEpisode, plan, planned_tas
 from agentgym.evaluation.preparation import Preparations, family_limits, interleave, limit_key, ready_first
 from agentgym.evaluation.records import EpisodeRecord, Tokens, Turn
 from agentgym.evaluation.results import Tally, play_missing
+from agentgym.images import ImageOptions, replace_images
 from agentgym.llm.policies.base import Episode, Policy, PromptTooLong
 from agentgym.safety import episode_safety
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat
 from agentgym.wrappers.screenshots import ScreenshotRecorder
-from agentgym.wrappers.vision import ImageOptions, replace_images
 
 #: ``EpisodeRecord.stopped`` of an episode whose prompt outgrew the model's context (:class:`PromptTooLong`).
 STOPPED_CONTEXT = "context"
@@ -446,7 +446,7 @@ async def run_eval(
     after each finished episode. ``action_format`` ``"tools"`` plays native tool calls: the
     policy is offered each env's function tools and its tool calls are the actions (see
     :class:`~agentgym.wrappers.chat.ChatWrapper`); ``run.json`` records it. ``images``
-    (:class:`~agentgym.wrappers.vision.ImageOptions`) sends screen envs' screenshots to the policy
+    (:class:`~agentgym.images.ImageOptions`) sends screen envs' screenshots to the policy
     as image content parts (browser envs are made with ``screenshot=True``); ``run.json`` records them.
 
     With ``prepare``, every env's preparation (for the tasks this run plays) runs in the background,

@@ -43,10 +43,10 @@ from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from agentgym.core import observation_text
+from agentgym.images import ImageOptions, encode_screenshot
 from agentgym.integrations._session import make_env, reset_options
 from agentgym.registry import env_info
 from agentgym.serving.client import API_KEY_ENV
-from agentgym.wrappers.vision import ImageOptions, encode_screenshot
 
 DEFAULT_MAX_SESSIONS = 1024
 

@@ -67,6 +67,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
+from agentgym.images import ImageError, decode_image
 from agentgym.llm.generation import (
     DEFAULT_MAX_BATCH_TOKENS,
     DEFAULT_PREFIX_CACHE_TOKENS,
@@ -93,7 +94,6 @@ from agentgym.serving.auth import (
 )
 from agentgym.serving.calls import ProtocolError
 from agentgym.tool_parsing import parse_tool_calls
-from agentgym.wrappers.vision import ImageError, decode_image
 
 
 class TokenPrompt(tuple):

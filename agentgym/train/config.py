@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 import yaml
 
+from agentgym.images import ImageOptions
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
-from agentgym.wrappers.vision import ImageOptions
 
 
 @dataclass

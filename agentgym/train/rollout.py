@@ -42,12 +42,12 @@ import gymnasium as gym
 import httpx
 from transformers import PreTrainedTokenizerBase
 
+from agentgym.images import ImageOptions, content_text, screenshot_kwargs
 from agentgym.llm.generation import Generator, SamplingParams
 from agentgym.llm.vision import VisionProcessor, VisionPrompt, chat_images, message_image_urls
 from agentgym.registry import inline_safe
 from agentgym.tool_parsing import assistant_message, template_messages
 from agentgym.wrappers.chat import ActionFormat, ChatWrapper, Message
-from agentgym.wrappers.vision import ImageOptions, content_text, screenshot_kwargs
 
 #: Stands in for an assistant reply when rendering the chat template's delta.
 _REPLY_MARK = "\u2063AGENTGYM-REPLY\u2063"

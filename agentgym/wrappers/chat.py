@@ -11,14 +11,14 @@ from gymnasium import spaces
 
 from agentgym.computer_use import FORMATS as COMPUTER_USE_FORMATS
 from agentgym.core import UnicodeText
-from agentgym.tool_parsing import new_call_id, template_messages
-from agentgym.wrappers.computer_use import ComputerUseWrapper
-from agentgym.wrappers.vision import (
+from agentgym.images import (
     ImageOptions,
     elide_images,
     is_image_part,
     observation_content,
 )
+from agentgym.tool_parsing import new_call_id, template_messages
+from agentgym.wrappers.computer_use import ComputerUseWrapper
 
 Message = dict[str, Any]
 ActionFormat = Literal["text", "tools", "pyautogui", "qwen-computer", "qwen-mobile", "ui-tars", "anthropic", "openai"]
@@ -86,7 +86,7 @@ class ChatWrapper(gym.Wrapper[list[Message], Any, str, Any]):
     ``"screenshot"`` becomes OpenAI-style content parts instead: the screenshot as an
     ``image_url`` part (a base64 data URL, under the options' pixel budget) and the text
     (without the page's element list in ``"screenshot"`` mode); only the last
-    ``keep_images`` images of :meth:`messages` are kept (see :mod:`agentgym.wrappers.vision`).
+    ``keep_images`` images of :meth:`messages` are kept (see :mod:`agentgym.images`).
     Observations without a screenshot, and every observation in the default ``"text"``
     mode, are plain strings as before. In tools mode the screenshot follows the tool message
     in a user message (tool messages carry text only).

@@ -10,7 +10,7 @@ import numpy as np
 
 from agentgym.computer_use import FORMATS, FormatError, Geometry, PixelAction, get_format
 from agentgym.core import InvalidAction, observation_text
-from agentgym.wrappers.vision import DEFAULT_MAX_PIXELS, takes_keyword
+from agentgym.images import DEFAULT_MAX_PIXELS, takes_keyword
 
 
 def pixel_action_kwargs(env_id: str) -> dict[str, Any]:
@@ -26,7 +26,7 @@ class ComputerUseWrapper(gym.Wrapper):
 
     The env must declare ``pixel_actions`` (the commands it takes on pixels; see
     :mod:`agentgym.computer_use`). ``max_pixels`` is the image budget the screenshots are sent
-    under (as :class:`~agentgym.wrappers.vision.ImageOptions` has it): the formats that count in
+    under (as :class:`~agentgym.images.ImageOptions` has it): the formats that count in
     pixels of the image the model saw convert through it. The first observation's text has the
     env's action syntax replaced by the format's instructions; :attr:`tools` holds the format's
     function tool (None for the text formats: ``pyautogui``, ``ui-tars``). A malformed action, a

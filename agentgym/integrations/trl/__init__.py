@@ -48,6 +48,16 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from agentgym.images import (
+    ImageOptions,
+    ObservationMode,
+    content_text,
+    decode_image,
+    image_part,
+    is_image_part,
+    screenshot_kwargs,
+    text_part,
+)
 from agentgym.integrations._session import make_env
 from agentgym.integrations.trl.tools import AgentGymToolEnv, environment_factory, image_options
 from agentgym.llm.vision import message_image_urls
@@ -60,16 +70,6 @@ from agentgym.wrappers.chat import (
     ActionFormat,
     ChatWrapper,
     Message,
-)
-from agentgym.wrappers.vision import (
-    ImageOptions,
-    ObservationMode,
-    content_text,
-    decode_image,
-    image_part,
-    is_image_part,
-    screenshot_kwargs,
-    text_part,
 )
 
 #: What a later screenshot becomes in ``rollout_func`` episodes: TRL's loss sees only the prompt's images.

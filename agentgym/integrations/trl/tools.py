@@ -12,9 +12,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from agentgym.core import observation_text
-from agentgym.integrations._session import make_env, reset_options
-from agentgym.registry import env_info
-from agentgym.wrappers.vision import (
+from agentgym.images import (
     ImageOptions,
     ObservationMode,
     decode_image,
@@ -23,6 +21,8 @@ from agentgym.wrappers.vision import (
     observation_content,
     screenshot_kwargs,
 )
+from agentgym.integrations._session import make_env, reset_options
+from agentgym.registry import env_info
 
 #: Python types for the JSON schema types of a tool's parameters (TRL reads tools from signatures).
 _PYTHON_TYPES: dict[str, Any] = {
