@@ -126,8 +126,11 @@ class TextGame(AECEnv, abc.ABC):
         """How the game ended, or ``None`` while it goes on."""
 
     def _forfeit(self, agent: str) -> Outcome:
-        """The outcome when ``agent`` forfeits: it loses, the others share the win."""
+        """The outcome when ``agent`` forfeits: it loses, the others share the win; partners in a cooperative
+        game lose together."""
         low, high = self.reward_range
+        if self.cooperative:
+            return Outcome(dict.fromkeys(self.possible_agents, low), None, f"{agent} forfeited after illegal moves")
         others = [other for other in self.possible_agents if other != agent]
         rewards = {other: high / len(others) for other in others} | {agent: low}
         return Outcome(rewards, others[0] if len(others) == 1 else None, f"{agent} forfeited after illegal moves")
@@ -270,12 +273,13 @@ def random_legal_move(game: TextGame, agent: str, rng: random.Random) -> str:
 
 # ---- the game registry -------------------------------------------------------------------
 
-_GAMES: dict[str, str] = {}
+_GAMES: dict[str, tuple[str, dict[str, Any]]] = {}
 
 
-def register_game(game_id: str, entry_point: str) -> None:
-    """Register a :class:`TextGame` class (``"module:Class"``) under ``game_id``."""
-    _GAMES[game_id] = entry_point
+def register_game(game_id: str, entry_point: str, kwargs: dict[str, Any] | None = None) -> None:
+    """Register a :class:`TextGame` class (``"module:Class"``) under ``game_id``, made with ``kwargs`` (those of
+    :func:`make_game` override them): one class may serve many games (TextArena's, OpenSpiel's)."""
+    _GAMES[game_id] = (entry_point, dict(kwargs or {}))
 
 
 def list_games() -> list[str]:
@@ -286,10 +290,10 @@ def list_games() -> list[str]:
 def make_game(game_id: str, **kwargs: Any) -> TextGame:
     """A new instance of a registered game, e.g. ``make_game("TicTacToe-v0")``."""
     try:
-        entry_point = _GAMES[game_id]
+        entry_point, registered = _GAMES[game_id]
     except KeyError:
         raise KeyError(f"unknown game {game_id!r}; known games: {', '.join(list_games())}") from None
-    return load_env_creator(entry_point)(**kwargs)
+    return load_env_creator(entry_point)(**(registered | kwargs))
 
 
 # ---- the single-agent view -----------------------------------------------------------------

@@ -58,6 +58,24 @@ def test_minimax_never_loses_and_ratings_rank_it_first(tmp_path: Path) -> None:
     assert asyncio.run(run_arena("TicTacToe-v0", ["minimax", "random"], tmp_path, games_per_pair=60)) == 0
 
 
+@pytest.mark.parametrize(
+    ("game_id", "players", "strong"),
+    [("OpenSpiel-Hex-v0", ["mcts", "random"], "mcts"), ("TextArena-TicTacToe-v0", ["random", "oracle"], None)],
+)
+def test_the_arena_rates_players_on_openspiel_and_textarena_games(
+    tmp_path: Path, game_id: str, players: list[str], strong: str | None
+) -> None:
+    """OpenSpiel's and TextArena's games are registered games: the arena plays and rates them like its own."""
+    pytest.importorskip("pyspiel" if game_id.startswith("OpenSpiel") else "textarena")
+    assert asyncio.run(run_arena(game_id, players, tmp_path, games_per_pair=4)) == 4
+    records = list(read_matches(tmp_path).values())
+    assert all(record.status == "ok" and record.game == game_id and record.turns for record in records)
+    first, second = ratings(tmp_path)
+    assert first.games == second.games == 4
+    if strong is not None:  # OpenSpiel's MCTS bot against uniform random moves
+        assert first.policy == strong and first.wins >= 3
+
+
 def test_failing_llm_policy_games_are_errors_and_can_be_retried(tmp_path: Path) -> None:
     specs = ["random", "openai:nobody@http://127.0.0.1:9/v1"]
     options = {"max_retries": 0}

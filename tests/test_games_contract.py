@@ -1,4 +1,5 @@
-"""PettingZoo's own checks on every registered game (single-agent views: see test_contract.py)."""
+"""PettingZoo's own checks on every game of the multiagent family (single-agent views: see test_contract.py;
+TextArena's and OpenSpiel's registered games: tests/test_textarena.py and tests/test_openspiel.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from pettingzoo.test import api_test, seed_test
 import agentgym  # noqa: F401  (registers the games)
 from agentgym.multiagent import TextGame, list_games, make_game
 
-GAME_IDS = list_games()
+GAME_IDS = [game_id for game_id in list_games() if not game_id.startswith(("TextArena-", "OpenSpiel-"))]
 
 
 def test_every_family_game_is_registered() -> None:
     assert len(GAME_IDS) >= 8 and "TicTacToe-v0" in GAME_IDS and "ReferentialGame-v0" in GAME_IDS
+    assert {"TextArena-KuhnPoker-v0", "OpenSpiel-Hanabi-v0"} <= set(list_games())  # the engines' games too
 
 
 @pytest.mark.parametrize("game_id", GAME_IDS)

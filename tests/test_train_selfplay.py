@@ -131,7 +131,10 @@ def learner(tiny_model_with_long_context_path: Path) -> Player:
     return Player("self", sampler, ChatTokens(generator.tokenizer, sorted(generator.eos_token_ids)), trained=True)
 
 
-@pytest.mark.parametrize("game_id", ["SimpleNegotiation-v0", "ReferentialGame-v0", "TicTacToe-v0"])
+@pytest.mark.parametrize(
+    "game_id",
+    ["SimpleNegotiation-v0", "ReferentialGame-v0", "TicTacToe-v0", "TextArena-KuhnPoker-v0", "OpenSpiel-Hanabi-v0"],
+)
 def test_every_seat_gets_its_own_reward_from_the_game(learner: Player, game_id: str) -> None:
     """General-sum, cooperative and zero-sum games alike: each move's reward is its seat's in the game's outcome."""
     slots = []

@@ -183,9 +183,9 @@ class RoleConfig:
 class GameConfig:
     """A game the learner plays (``SelfPlayConfig.games``).
 
-    ``id`` is a registered game id (:func:`agentgym.multiagent.make_game`, e.g. ``KuhnPoker-v0``) or the
-    ``"module:function"`` entry point of a function that makes a game from ``kwargs`` (a family's own
-    engines, e.g. ``agentgym.environments.textarena.game:make_game`` with ``kwargs: {name: TicTacToe}``).
+    ``id`` is a registered game id (:func:`agentgym.multiagent.make_game`: ``KuhnPoker-v0``, TextArena's
+    ``TextArena-TicTacToe-v0``, OpenSpiel's ``OpenSpiel-Hanabi-v0``) or the ``"module:function"`` entry point
+    of a function that makes a game from ``kwargs`` (a plugin's engine that registers no id).
     With ``roles``, ``id`` is instead a single-agent env id played by a team of those roles of the one
     model (:class:`agentgym.train.roles.RoleTeam`, ``kwargs`` its ``gym.make`` kwargs), on tasks of ``split``.
     """

@@ -216,11 +216,6 @@ class ReferentialGame(TextGame):
             dict.fromkeys(self.agent_names, reward), None, f"the team solved {self.solved} of {self.rounds} rounds"
         )
 
-    def _forfeit(self, agent: str) -> Outcome:
-        """A forfeit is a loss for the whole team."""
-        low, _ = self.reward_range
-        return Outcome(dict.fromkeys(self.agent_names, low), None, f"{agent} forfeited after illegal moves")
-
 
 # ---- scripted players -------------------------------------------------------------------------
 
