@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,6 +103,21 @@ def test_resume_from_a_checkpoint_gives_the_same_next_step(in_process_run: Path)
             assert torch.allclose(parameter, straight["model"][name], atol=1e-6), name
     for name, value in resumed.value_head.state_dict().items():
         assert torch.allclose(value, straight["value_head"][name], atol=1e-6), name
+
+
+def test_a_run_resumed_in_its_folder_logs_each_iteration_once(in_process_run: Path, tmp_path: Path) -> None:
+    """Resumed from its first checkpoint, a run drops the metrics rows after it and writes them again, once."""
+    shutil.copytree(in_process_run / "run", tmp_path / "run")
+    config = load_config(in_process_run / "config.yaml")
+    config.out, config.tensorboard, config.eval_every = str(tmp_path / "run"), False, 0
+    trainer = Trainer(config)
+    try:
+        assert trainer.load_checkpoint(tmp_path / "run" / "checkpoints" / "iteration-000001")
+        assert [row["iteration"] for row in metrics(tmp_path / "run")] == [0]
+        trainer.train()
+    finally:
+        trainer.close()
+    assert [row["iteration"] for row in metrics(tmp_path / "run")] == [0, 1]
 
 
 def test_the_prefix_cache_changes_no_rollout_and_no_evaluation(

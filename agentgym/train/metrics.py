@@ -24,6 +24,16 @@ class MetricsLog:
 
             self.wandb = wandb.init(project=wandb_project, config=config, dir=str(out))
 
+    def truncate(self, iteration: int) -> None:
+        """Drop the rows of ``iteration`` and later ones from ``metrics.jsonl``: a run resumed from a checkpoint
+        writes them again, once each."""
+        self.file.close()
+        path = Path(self.file.name)
+        rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        kept = [line for line in rows if json.loads(line).get("iteration", -1) < iteration]
+        path.write_text("".join(f"{line}\n" for line in kept), encoding="utf-8")
+        self.file = path.open("a", encoding="utf-8")
+
     def write(self, metrics: dict[str, float], step: int) -> None:
         clean = {key: value for key, value in metrics.items() if not (isinstance(value, float) and math.isnan(value))}
         self.file.write(json.dumps(clean) + "\n")

@@ -632,6 +632,7 @@ class Trainer:
         if self.selfplay is not None and state.get("selfplay") is not None:
             self.selfplay.load_state(state["selfplay"])
         self.iteration = state["iteration"]
+        self.metrics.truncate(self.iteration)
         return True
 
     def close(self) -> None:
