@@ -13,6 +13,7 @@ from agentgym.train.loss import (  # noqa: E402
     aggregate,
     clipped_policy_loss,
     kl_k3,
+    predicting_positions,
     token_logprobs_and_entropy,
 )
 
@@ -117,3 +118,17 @@ def test_token_logprobs_score_each_token_given_the_ones_before() -> None:
         expected = torch.log_softmax(logits[0, k - 1], -1)
         assert logprobs[0, k].item() == pytest.approx(expected[ids[0, k]].item(), abs=1e-6)
         assert entropy[0, k].item() == pytest.approx(-(expected.exp() * expected).sum().item(), abs=1e-5)
+
+
+def test_logits_of_the_predicting_positions_alone_give_the_masked_tokens_logprobs() -> None:
+    """A forward pass may keep only the logits that predict a masked token: the same logprobs and entropies there."""
+    logits = torch.randn(2, 6, 7, generator=torch.Generator().manual_seed(1))
+    ids = torch.tensor([[3, 1, 6, 2, 0, 0], [5, 4, 4, 1, 2, 6]])
+    mask = torch.tensor([[0, 0, 1, 1, 0, 0], [0, 1, 0, 0, 0, 1]])
+    positions = predicting_positions(mask)
+    assert positions.tolist() == [0, 1, 2, 4]  # the positions just before a masked token of any row
+    full = token_logprobs_and_entropy(logits, ids)
+    kept = token_logprobs_and_entropy(logits[:, positions], ids, positions)
+    for whole, part in zip(full, kept):
+        assert torch.allclose(whole * mask, part * mask)
+        assert (part[:, [0, 4]] == 0).all()  # nothing predicts them here

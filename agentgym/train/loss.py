@@ -13,17 +13,29 @@ import torch
 Aggregation = Literal["token", "sequence"]
 
 
-def token_logprobs_and_entropy(logits: torch.Tensor, token_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logprob of each token given the ones before it, and the entropy of that prediction.
+def token_logprobs_and_entropy(
+    logits: torch.Tensor, token_ids: torch.Tensor, positions: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logprob of each token given the ones before it, and the entropy of that prediction (``[batch, length]``).
 
-    ``logits`` are the model's outputs for ``token_ids`` (``[batch, length, vocab]``); the
-    first position has no prediction and gets 0.
+    ``logits`` are the model's outputs for ``token_ids`` (``[batch, length, vocab]``); the first
+    position has no prediction and gets 0. With ``positions`` (sorted, below ``length - 1``), ``logits`` hold
+    only those positions' outputs (``[batch, len(positions), vocab]``, as a model's ``logits_to_keep``
+    gives them): the token after each gets its logprob and entropy, every other token 0.
     """
-    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-    chosen = logp.gather(-1, token_ids[:, 1:, None])[..., 0]
+    if positions is None:
+        positions, logits = torch.arange(token_ids.shape[1] - 1, device=token_ids.device), logits[:, :-1]
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    chosen = logp.gather(-1, token_ids[:, positions + 1, None])[..., 0]
     entropy = -(logp.exp() * logp).sum(-1)
-    pad = chosen.new_zeros((chosen.shape[0], 1))
-    return torch.cat([pad, chosen], dim=1), torch.cat([pad, entropy], dim=1)
+    empty = chosen.new_zeros(token_ids.shape)
+    return empty.index_copy(1, positions + 1, chosen), empty.index_copy(1, positions + 1, entropy)
+
+
+def predicting_positions(mask: torch.Tensor) -> torch.Tensor:
+    """The positions whose outputs predict a token of ``mask`` (1 on the tokens a loss reads) in any row:
+    the logits a forward pass needs (each position predicts the token after it)."""
+    return mask[:, 1:].bool().any(0).nonzero()[:, 0]
 
 
 def aggregate(values: torch.Tensor, mask: torch.Tensor, how: Aggregation) -> torch.Tensor:

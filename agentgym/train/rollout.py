@@ -42,8 +42,10 @@ import gymnasium as gym
 import httpx
 from transformers import PreTrainedTokenizerBase
 
+from agentgym.evaluation.plan import stable_seed
 from agentgym.images import ImageOptions, content_text, screenshot_kwargs
-from agentgym.llm.generation import Generator, SamplingParams
+from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams
+from agentgym.llm.policies.base import Episode, Policy, Reply
 from agentgym.llm.vision import VisionProcessor, VisionPrompt, chat_images, message_image_urls
 from agentgym.registry import inline_safe
 from agentgym.tool_parsing import assistant_message, template_messages
@@ -474,3 +476,23 @@ def chat_env(
     return ChatWrapper(
         gym.make(env_id, **{**screen, **kwargs}), system_prompt, action_format=action_format, images=images
     )
+
+
+class GeneratorPolicy(Policy):
+    """The model being trained as a runner policy (in-process, batched), for periodic evaluation."""
+
+    name = "trainer"
+
+    def __init__(self, generator: Generator, params: SamplingParams) -> None:
+        self.batcher = Batcher(generator)
+        self.params = params
+
+    async def act(self, messages: list[Message], episode: Episode) -> Reply:
+        # A seed per episode and turn: sampling replays exactly, and turns do not share their random draws.
+        params = replace(self.params, seed=stable_seed(episode.seed, len(messages)))
+        completion = await self.batcher.submit(Request(messages, params, episode.tools))
+        usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
+        return Reply.parsed(completion.text, episode.tools, **usage)
+
+    async def aclose(self) -> None:
+        await self.batcher.aclose()

@@ -23,7 +23,6 @@ import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -35,19 +34,27 @@ from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, Auto
 from agentgym.evaluation.plan import stable_seed
 from agentgym.evaluation.records import EpisodeRecord
 from agentgym.evaluation.runner import EvalItem, run_eval
-from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams, autocast
+from agentgym.llm.generation import Generator, SamplingParams, autocast
 from agentgym.llm.models import resolve_model
-from agentgym.llm.policies.base import Episode, Message, Policy, Reply
+from agentgym.llm.policies.base import Policy
 from agentgym.llm.prefix_cache import PrefixCache
 from agentgym.llm.vision import VisionGenerator, VisionProcessor, is_vision_model, load_processor
 from agentgym.registry import env_info
 from agentgym.train.advantages import gigpo_advantages, grpo_advantages
 from agentgym.train.batch import Batch, Scores, collate, rows_of, spread_over_turns, token_gae
 from agentgym.train.config import TrainConfig, to_dict
-from agentgym.train.loss import aggregate, clipped_policy_loss, kl_k3, token_logprobs_and_entropy, value_loss
+from agentgym.train.loss import (
+    aggregate,
+    clipped_policy_loss,
+    kl_k3,
+    predicting_positions,
+    token_logprobs_and_entropy,
+    value_loss,
+)
 from agentgym.train.metrics import MetricsLog
 from agentgym.train.rollout import (
     ChatTokens,
+    GeneratorPolicy,
     HFSampler,
     Sampler,
     ServerSampler,
@@ -275,19 +282,29 @@ class Trainer:
             self.model.eval()
             for rows in (list(range(i, min(i + size, rows_total))) for i in range(0, rows_total, size)):
                 ids, att = batch.token_ids[rows].to(self.device), batch.attention[rows].to(self.device)
-                logprobs, _, chunk_values = self.forward(ids, att, rows_of(images, rows))
+                mask = batch.mask[rows].to(self.device)
+                logprobs, _, chunk_values = self.forward(ids, att, rows_of(images, rows), mask)
                 old_logprobs[rows], values[rows] = logprobs.cpu(), chunk_values.cpu()
                 if ref_logprobs is not None:
-                    ref_logprobs[rows] = self.reference_logprobs(ids, att, rows_of(images, rows)).cpu()
+                    ref_logprobs[rows] = self.reference_logprobs(ids, att, rows_of(images, rows), mask).cpu()
         return Scores(old_logprobs, values, ref_logprobs)
 
     def forward(
-        self, token_ids: torch.Tensor, attention: torch.Tensor, images: list[dict[str, Any]] | None = None
+        self,
+        token_ids: torch.Tensor,
+        attention: torch.Tensor,
+        images: list[dict[str, Any]] | None = None,
+        mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, ...]:
-        """Token logprobs, entropies and (PPO) values for a padded batch (``images``: each row's image inputs)."""
+        """Token logprobs, entropies and (PPO) values for a padded batch (``images``: each row's image inputs).
+
+        With ``mask`` (the loss mask), a text model computes logits only where they predict a masked token: the
+        vocabulary's logits over every position would dominate the memory of a long episode; other tokens get 0.
+        """
+        positions = predicting_positions(mask) if mask is not None and not images else None
         with autocast(self.device, self.compute_dtype):
-            output = self._run(self.model, token_ids, attention, images, hidden=self.value_head is not None)
-            logprobs, entropy = token_logprobs_and_entropy(output.logits, token_ids)
+            output = self._run(self.model, token_ids, attention, images, self.value_head is not None, positions)
+            logprobs, entropy = token_logprobs_and_entropy(output.logits, token_ids, positions)
             values = torch.zeros_like(logprobs)
             if self.value_head is not None:
                 # The value of the state before token k comes from the hidden state at k - 1.
@@ -296,16 +313,21 @@ class Trainer:
         return logprobs, entropy, values
 
     def reference_logprobs(
-        self, token_ids: torch.Tensor, attention: torch.Tensor, images: list[dict[str, Any]] | None = None
+        self,
+        token_ids: torch.Tensor,
+        attention: torch.Tensor,
+        images: list[dict[str, Any]] | None = None,
+        mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Token logprobs under the reference (the base model with the adapter switched off under LoRA)."""
+        positions = predicting_positions(mask) if mask is not None and not images else None
         with autocast(self.device, self.compute_dtype):
             if self.reference is not None:
-                logits = self._run(self.reference, token_ids, attention, images).logits
+                logits = self._run(self.reference, token_ids, attention, images, positions=positions).logits
             else:
                 with self.model.disable_adapter():
-                    logits = self._run(self.model, token_ids, attention, images).logits
-            return token_logprobs_and_entropy(logits, token_ids)[0]
+                    logits = self._run(self.model, token_ids, attention, images, positions=positions).logits
+            return token_logprobs_and_entropy(logits, token_ids, positions)[0]
 
     def _run(
         self,
@@ -314,14 +336,17 @@ class Trainer:
         attention: torch.Tensor,
         images: list[dict[str, Any]] | None,
         hidden: bool = False,
+        positions: torch.Tensor | None = None,
     ) -> Any:
-        """``model``'s output (logits, and the last hidden states if ``hidden``) for a right-padded batch.
+        """``model``'s output (logits, and the last hidden states if ``hidden``) for a right-padded batch; the
+        logits of ``positions`` only where given (text models).
 
         Rows with images run one at a time, unpadded, with their image inputs (the model places
         each image's features and positions from its own ids); the outputs are padded back.
         """
         if not images:
-            return model(input_ids=token_ids, attention_mask=attention, output_hidden_states=hidden)
+            keep = {} if positions is None else {"logits_to_keep": positions}
+            return model(input_ids=token_ids, attention_mask=attention, output_hidden_states=hidden, **keep)
         logits, states = [], []
         for row, inputs in enumerate(images):
             length = int(attention[row].sum())
@@ -387,6 +412,7 @@ class Trainer:
                     batch.token_ids[rows].to(self.device),
                     batch.attention[rows].to(self.device),
                     rows_of(images, rows),
+                    batch_mask,
                 )
                 how = algorithm.loss_aggregation
                 loss, clip = clipped_policy_loss(
@@ -453,7 +479,7 @@ class Trainer:
             rows = slice(start, start + config.minibatch_size)
             mask = batch.mask[rows].to(self.device)
             ids, attention = batch.token_ids[rows].to(self.device), batch.attention[rows].to(self.device)
-            logprobs, entropy, _ = self.forward(ids, attention)
+            logprobs, entropy, _ = self.forward(ids, attention, mask=mask)
             share = float(size(mask) / total)
             loss = aggregate(-logprobs, mask, how) * share  # the negative log-likelihood of the expert's tokens
             loss.backward()
@@ -671,23 +697,3 @@ def load_weights(model_class: Any, folder: Path, start: Path | None, dtype: torc
     from peft import PeftModel
 
     return PeftModel.from_pretrained(model, start).merge_and_unload()
-
-
-class GeneratorPolicy(Policy):
-    """The model being trained as a runner policy (in-process, batched), for periodic evaluation."""
-
-    name = "trainer"
-
-    def __init__(self, generator: Generator, params: SamplingParams) -> None:
-        self.batcher = Batcher(generator)
-        self.params = params
-
-    async def act(self, messages: list[Message], episode: Episode) -> Reply:
-        # A seed per episode and turn: sampling replays exactly, and turns do not share their random draws.
-        params = replace(self.params, seed=stable_seed(episode.seed, len(messages)))
-        completion = await self.batcher.submit(Request(messages, params, episode.tools))
-        usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
-        return Reply.parsed(completion.text, episode.tools, **usage)
-
-    async def aclose(self) -> None:
-        await self.batcher.aclose()
