@@ -217,6 +217,13 @@ def run_agentgym(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         after = held_out_success(trainer.model, trainer.tokenizer, args.eval_episodes, args.seed, work / "after")
     finally:
         trainer.close()
+    return side_result(load_s, iterations, before, after, training_rss)
+
+
+def side_result(
+    load_s: float, iterations: list[dict[str, Any]], before: Any, after: Any, training_rss: float
+) -> dict[str, Any]:
+    """What one side reports to the comparison."""
     return {
         "load_s": load_s,
         "iterations": iterations,
@@ -378,13 +385,7 @@ def run_trl(args: argparse.Namespace, work: Path, tasks: list[list[int]]) -> dic
                 "trl_timers": dict(timer),
             }
         )
-    return {
-        "load_s": load_s,
-        "iterations": iterations,
-        "held_out_before": before,
-        "held_out_after": after,
-        "peak_rss_mb_training": training_rss,
-    }
+    return side_result(load_s, iterations, before, after, training_rss)
 
 
 # ---- the comparison -----------------------------------------------------------------------------------------------
