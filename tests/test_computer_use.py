@@ -253,7 +253,7 @@ def format_click(name: str, x: float, y: float) -> Any:
         return {"role": "assistant", "content": None, "tool_calls": [call]}
     if name == "qwen-mobile":  # Qwen's own text, as the model writes it (a <tool_call> block)
         arguments = {"action": "click", "coordinate": [x, y]}
-        return f'<tool_call>\n{json.dumps({"name": "mobile_use", "arguments": arguments})}\n</tool_call>'
+        return f"<tool_call>\n{json.dumps({'name': 'mobile_use', 'arguments': arguments})}\n</tool_call>"
     if name == "ui-tars":
         return f"Thought: The button is there.\nAction: click(start_box='<|box_start|>({x},{y})<|box_end|>')"
     if name == "anthropic":  # the Messages API's tool_use block
@@ -292,8 +292,11 @@ MALFORMED = [
     ("qwen-mobile", {"name": "mobile_use", "arguments": {"action": "click", "coordinate": [400, 10]}}, "the 308x252"),
     ("ui-tars", "Action: click(start_box='(1001,30)')", "relative 0-1000"),
     ("ui-tars", "Action: teleport(start_box='(1,3)')", "unknown UI-TARS action"),
-    ("anthropic", {"type": "tool_use", "name": "computer", "input": {"action": "left_click", "coordinate": [300, 1]}},
-     "outside the 300x240"),
+    (
+        "anthropic",
+        {"type": "tool_use", "name": "computer", "input": {"action": "left_click", "coordinate": [300, 1]}},
+        "outside the 300x240",
+    ),
     ("anthropic", {"type": "tool_use", "name": "computer", "input": {"action": "triple_click"}}, "no counterpart"),
     ("openai", {"type": "computer_call", "action": {"type": "click", "x": 1}}, "needs 'y'"),
     ("openai", {"type": "computer_call", "action": {"type": "wait"}}, "no wait action"),
@@ -431,3 +434,24 @@ def test_agentgym_eval_plays_a_computer_use_format(tmp_path: Path) -> None:
     assert stats.played == 2 and all(record["success"] for record in records), records
     assert all(record["turns"][0]["action"].startswith("click(") for record in records)
     assert json.loads((tmp_path / "run.json").read_text())["action_format"] == "pyautogui"
+
+
+def test_one_key_table_names_each_key_for_the_browser_the_desktop_and_the_formats() -> None:
+    from agentgym.computer_use.keys import canonical_key, playwright_keys, xdotool_keys
+
+    assert playwright_keys("ctrl+shift+Return") == "Control+Shift+Enter"
+    assert xdotool_keys("ctrl+shift+Return") == "ctrl+shift+Return"
+    assert playwright_keys("cmd++") == "Meta++" and xdotool_keys("cmd++") == "super+plus"
+    assert playwright_keys("F2") == "F2" == xdotool_keys("f2")
+    assert playwright_keys("pagedown") == "PageDown" and xdotool_keys("page_down") == "Next"
+    assert [canonical_key(key) for key in ("Return", "ArrowDown", "Cmd", " ", "x")] == [
+        "enter",
+        "down",
+        "super",
+        "space",
+        "x",
+    ]
+    assert playwright_keys("ctrl+@") == "Control+@"  # any printable character in the browser
+    for bad, reason in (("ctrl+@", "unknown key '@'"), ("ctrl+banana", "unknown key 'banana'"), ("ctrl+", "malformed")):
+        with pytest.raises(ValueError, match=reason):
+            xdotool_keys(bad)

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentgym.computer_use.keys import playwright_keys
+
 ACTION_SYNTAX = (
     "Actions (one per reply, ids are the numbers in [brackets]):\n"
     "  click(id)                 click an element\n"
@@ -143,7 +145,10 @@ def parse_command(
     if internal == "scroll_at" and not all(abs(notches) <= MAX_WHEEL_NOTCHES for notches in converted[2:]):
         raise ValueError(f"scroll: dx and dy are wheel notches from -{MAX_WHEEL_NOTCHES} to {MAX_WHEEL_NOTCHES}")
     if internal == "key":
-        playwright_keys(converted[0])  # raises ValueError naming a key it does not know
+        try:
+            playwright_keys(converted[0])
+        except ValueError as error:
+            raise ValueError(f"key: {error}") from None
     return Command(internal, tuple(converted))
 
 
@@ -178,76 +183,6 @@ def _converted(name: str, args: tuple[Any, ...], signature: tuple[type | tuple[t
             raise ValueError(f"{name}: expected {kind.__name__} arguments, got {value!r}"[:200])
         converted.append(value)
     return converted
-
-
-#: Key names as the coordinate ``key`` command takes them (case-insensitive; the names computer-use
-#: formats use, xdotool's and pyautogui's) -> Playwright's key names.
-_PLAYWRIGHT_KEYS = {
-    "enter": "Enter",
-    "return": "Enter",
-    "esc": "Escape",
-    "escape": "Escape",
-    "tab": "Tab",
-    "space": "Space",
-    "backspace": "Backspace",
-    "delete": "Delete",
-    "del": "Delete",
-    "insert": "Insert",
-    "home": "Home",
-    "end": "End",
-    "pageup": "PageUp",
-    "page_up": "PageUp",
-    "prior": "PageUp",
-    "pagedown": "PageDown",
-    "page_down": "PageDown",
-    "next": "PageDown",
-    "up": "ArrowUp",
-    "down": "ArrowDown",
-    "left": "ArrowLeft",
-    "right": "ArrowRight",
-    "arrowup": "ArrowUp",
-    "arrowdown": "ArrowDown",
-    "arrowleft": "ArrowLeft",
-    "arrowright": "ArrowRight",
-    "ctrl": "Control",
-    "control": "Control",
-    "shift": "Shift",
-    "alt": "Alt",
-    "option": "Alt",
-    "meta": "Meta",
-    "super": "Meta",
-    "win": "Meta",
-    "cmd": "Meta",
-    "command": "Meta",
-    "plus": "+",
-    "minus": "-",
-}
-_FUNCTION_KEY = re.compile(r"^f([1-9]|1[0-2])$")
-
-
-def playwright_keys(combination: str) -> str:
-    """Playwright's name of a key combination written ``ctrl+a``, ``Return`` or ``shift+Tab``; ``ValueError``
-    for a key it does not know."""
-    parts = combination.strip().split("+")
-    if combination.strip().endswith("++"):  # "ctrl++": the plus key
-        parts = [*combination.strip()[:-2].split("+"), "+"]
-    if not combination.strip() or any(not part.strip() for part in parts):
-        raise ValueError(f"key: malformed key combination {combination!r}"[:200])
-    names = []
-    for part in parts:
-        part = part.strip()
-        lowered = part.lower()
-        if lowered in _PLAYWRIGHT_KEYS:
-            names.append(_PLAYWRIGHT_KEYS[lowered])
-        elif _FUNCTION_KEY.match(lowered):
-            names.append(lowered.upper())
-        elif len(part) == 1 and part.isprintable():
-            names.append(part)
-        else:
-            raise ValueError(
-                f"key: unknown key {part!r}; use names such as ctrl, shift, alt, enter, escape, tab, up, a, f2"[:200]
-            )
-    return "+".join(names)
 
 
 def first_line(error: Exception) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from agentgym.computer_use.keys import canonical_key
 from agentgym.computer_use.screen import (
     PIXELS_PER_NOTCH,
     UI_TARS_SCROLL_NOTCHES,
@@ -84,39 +85,13 @@ def _seconds(value: Any) -> float:
 
 # ---- keys -----------------------------------------------------------------------------------
 
-_KEY_ALIASES = {
-    "return": "enter",
-    "esc": "escape",
-    "control": "ctrl",
-    "option": "alt",
-    "cmd": "super",
-    "command": "super",
-    "meta": "super",
-    "win": "super",
-    "arrowup": "up",
-    "arrowdown": "down",
-    "arrowleft": "left",
-    "arrowright": "right",
-    "page_up": "pageup",
-    "page_down": "pagedown",
-    "prior": "pageup",
-    "next": "pagedown",
-    "del": "delete",
-    "back_space": "backspace",
-    " ": "space",
-}
-
 
 def key_combination(keys: Sequence[str]) -> str:
     """One combination as the env's ``key`` command takes it: names lowercased, joined by ``+``
     (``["CTRL", "A"]`` -> ``"ctrl+a"``; ``ArrowDown`` -> ``down``, ``Return`` -> ``enter``)."""
     if not keys or not all(isinstance(key, str) and key.strip(" ") or key == " " for key in keys):
         raise FormatError(f"expected key names such as ['ctrl', 'c'], got {json.dumps(list(keys), default=str)[:60]}")
-    names = []
-    for key in keys:
-        lowered = key if key == " " else key.strip().lower()
-        names.append(_KEY_ALIASES.get(lowered, lowered))
-    return "+".join(names)
+    return "+".join(canonical_key(key) for key in keys)
 
 
 def _xdotool_keys(text: Any) -> str:

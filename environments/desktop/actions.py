@@ -14,6 +14,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from agentgym.computer_use.keys import xdotool_keys
 from agentgym.core import InvalidAction
 
 ACTION_SYNTAX = """Actions (one per reply, pyautogui style; coordinates are screen pixels from the top-left):
@@ -59,51 +60,6 @@ ALIASES = {
     "sleep": "wait",
     "dragto": "drag",
 }
-
-_KEY_NAMES = {
-    "enter": "Return",
-    "return": "Return",
-    "esc": "Escape",
-    "escape": "Escape",
-    "tab": "Tab",
-    "space": "space",
-    "backspace": "BackSpace",
-    "delete": "Delete",
-    "del": "Delete",
-    "insert": "Insert",
-    "home": "Home",
-    "end": "End",
-    "pageup": "Prior",
-    "page_up": "Prior",
-    "prior": "Prior",
-    "pagedown": "Next",
-    "page_down": "Next",
-    "next": "Next",
-    "up": "Up",
-    "down": "Down",
-    "left": "Left",
-    "right": "Right",
-    "menu": "Menu",
-    "ctrl": "ctrl",
-    "control": "ctrl",
-    "shift": "shift",
-    "alt": "alt",
-    "super": "super",
-    "win": "super",
-    "cmd": "super",
-    "meta": "super",
-    "minus": "minus",
-    "plus": "plus",
-    "equal": "equal",
-    "comma": "comma",
-    "period": "period",
-    "slash": "slash",
-    "backslash": "backslash",
-    "semicolon": "semicolon",
-}
-_SINGLE_CHARACTERS = {"-": "minus", "+": "plus", "=": "equal", ",": "comma", ".": "period", "/": "slash"}
-_FUNCTION_KEY = re.compile(r"^f([1-9]|1[0-2])$")
-_MODIFIERS = {"ctrl", "shift", "alt", "super"}
 
 
 @dataclass(frozen=True)
@@ -206,29 +162,10 @@ def _keys(value: object) -> str:
     combinations = value.split()
     if len(combinations) > MAX_KEYS:
         raise InvalidAction(f"key takes at most {MAX_KEYS} keys at a time")
-    return " ".join("+".join(_key_name(part) for part in _split_combination(combo)) for combo in combinations)
-
-
-def _split_combination(combination: str) -> list[str]:
-    parts = combination.split("+")
-    if combination.endswith("++"):  # "ctrl++": the plus key
-        parts = [*combination[:-2].split("+"), "+"]
-    if any(part == "" for part in parts):
-        raise InvalidAction(f"malformed key combination {combination!r}"[:200])
-    return parts
-
-
-def _key_name(name: str) -> str:
-    lowered = name.lower()
-    if lowered in _KEY_NAMES:
-        return _KEY_NAMES[lowered]
-    if name in _SINGLE_CHARACTERS:
-        return _SINGLE_CHARACTERS[name]
-    if _FUNCTION_KEY.match(lowered):
-        return lowered.upper()
-    if len(name) == 1 and name.isascii() and name.isalnum():
-        return name
-    raise InvalidAction(f"unknown key {name!r}; use names such as ctrl, shift, alt, Return, Escape, Tab, a, F2"[:200])
+    try:
+        return " ".join(xdotool_keys(combination) for combination in combinations)
+    except ValueError as error:
+        raise InvalidAction(str(error)) from None
 
 
 def xdotool_calls(command: Command) -> list[list[str]]:
