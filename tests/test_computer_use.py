@@ -88,9 +88,9 @@ def test_desktop_takes_a_scroll_at_a_point() -> None:
     from agentgym.environments.desktop.actions import parse_command, xdotool_calls
 
     command = parse_command("scroll(100, 50, 0, -3)", 1024, 768)
-    assert command.arguments == (100, 50, 0, -3)
+    assert command.args == (100, 50, 0, -3)
     assert xdotool_calls(command) == [["mousemove", "100", "50", "click", "--repeat", "3", "--delay", "20", "4"]]
-    assert parse_command("scroll(0, 2)", 1024, 768).arguments == (0, 2)
+    assert parse_command("scroll(0, 2)", 1024, 768).args == (0, 2)
     with pytest.raises(InvalidAction, match="2 or 4"):
         parse_command("scroll(1, 2, 3)", 1024, 768)
     with pytest.raises(InvalidAction, match="x coordinate"):
@@ -455,3 +455,26 @@ def test_one_key_table_names_each_key_for_the_browser_the_desktop_and_the_format
     for bad, reason in (("ctrl+@", "unknown key '@'"), ("ctrl+banana", "unknown key 'banana'"), ("ctrl+", "malformed")):
         with pytest.raises(ValueError, match=reason):
             xdotool_keys(bad)
+
+
+def test_the_browser_and_the_desktop_read_pixel_commands_with_one_reader() -> None:
+    from agentgym.browser.commands import Command
+    from agentgym.browser.commands import parse_command as browser_command
+    from agentgym.core import InvalidAction
+    from agentgym.environments.desktop.actions import parse_command as desktop_command
+
+    for text in ('type("a\\x07")', "type(5)", 'key("ctrl+banana")', "scroll(1, 2, 0, 99)", "drag(1, 2, x, 4)"):
+        with pytest.raises(ValueError) as in_browser:
+            browser_command(text, action_space="coordinates")
+        with pytest.raises(InvalidAction) as on_desktop:
+            desktop_command(text, 1024, 768)
+        assert str(on_desktop.value) in str(in_browser.value), text
+    assert browser_command('key("Down Down ctrl+a")', action_space="both") == Command(
+        "key", ("ArrowDown ArrowDown Control+a",)
+    )
+    assert desktop_command('key("Down Down ctrl+a")', 1024, 768).args == ("Down Down ctrl+a",)
+    assert browser_command("click(10.5, 3)", action_space="coordinates") == Command("click_at", (10.5, 3.0))
+    with pytest.raises(InvalidAction, match="whole numbers"):
+        desktop_command("click(10.5, 3)", 1024, 768)
+    with pytest.raises(ValueError, match="expected a call"):  # pyautogui's spelling is the desktop's alone
+        browser_command("pyautogui.click(1, 2)", action_space="coordinates")

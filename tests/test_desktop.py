@@ -56,7 +56,7 @@ def env():
 )
 def test_parse_valid_actions(text: str, name: str, arguments: tuple) -> None:
     command = parse_command(text, 1024, 768)
-    assert (command.name, command.arguments) == (name, arguments)
+    assert (command.name, command.args) == (name, arguments)
 
 
 @pytest.mark.parametrize(

@@ -8,14 +8,13 @@ that names an element that is gone, or one that cannot take the action, raises :
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentgym.computer_use.keys import playwright_keys
+from agentgym.computer_use.commands import ARITY, pixel_action, read_call
 
 ACTION_SYNTAX = (
     "Actions (one per reply, ids are the numbers in [brackets]):\n"
@@ -69,25 +68,26 @@ COORDINATE_SYNTAX = (
 )
 #: Pixels the page scrolls per wheel notch of ``scroll(x, y, dx, dy)``.
 WHEEL_NOTCH_PX = 100
-MAX_WHEEL_NOTCHES = 50
 
-_CALL = re.compile(r"^\s*([a-z_]+)\s*\((.*)\)\s*$", re.DOTALL)
-#: The coordinate commands: user-facing name -> (the internal command name, argument types). Internal
-#: names differ from the id commands' (``click_at``, not ``click``) so that code reading a parsed
-#: ``click`` can rely on its first argument being an element id.
-_COORDINATE_SIGNATURES: dict[str, tuple[str, tuple[type, ...]]] = {
-    "click": ("click_at", (float, float)),
-    "double_click": ("double_click_at", (float, float)),
-    "right_click": ("right_click_at", (float, float)),
-    "move": ("move_to", (float, float)),
-    "drag": ("drag", (float, float, float, float)),
-    "scroll": ("scroll_at", (float, float, float, float)),
-    "type": ("type_text", (str,)),
-    "key": ("key", (str,)),
+#: The coordinate commands (the pointer and keyboard commands of the pixel command language,
+#: :mod:`agentgym.computer_use.commands`): user-facing name -> internal name. Internal names differ from the id
+#: commands' (``click_at``, not ``click``) so that code reading a parsed ``click`` can rely on its first argument
+#: being an element id.
+_COORDINATE_NAMES = {
+    "click": "click_at",
+    "double_click": "double_click_at",
+    "right_click": "right_click_at",
+    "move": "move_to",
+    "drag": "drag",
+    "scroll": "scroll_at",
+    "type": "type_text",
+    "key": "key",
 }
+#: Their argument counts here: a page scrolls at a point (``scroll(up)`` is the id commands' scroll).
+_COORDINATE_ARITY = ARITY | {"scroll": (4,)}
 #: The internal names of the coordinate commands.
-COORDINATE_COMMANDS = tuple(internal for internal, _ in _COORDINATE_SIGNATURES.values())
-_SIGNATURES: dict[str, tuple[type, ...]] = {
+COORDINATE_COMMANDS = tuple(_COORDINATE_NAMES.values())
+_SIGNATURES: dict[str, tuple[type | tuple[type, ...], ...]] = {
     "click": (int,),
     "type": (int, str),
     "select": (int, (str, list)),
@@ -99,7 +99,6 @@ _SIGNATURES: dict[str, tuple[type, ...]] = {
     "switch_tab": (int,),
     "close_tab": (),
 }
-_BARE_WORD = re.compile(r"^[A-Za-z][\w+\-]*$")
 
 
 def parse_command(
@@ -112,11 +111,8 @@ def parse_command(
     """
     if action_space not in ACTION_SPACES:
         raise ValueError(f"action_space must be one of {ACTION_SPACES}, got {action_space!r}")
-    match = _CALL.match(text)
-    if not match:
-        example = 'click(12) or type(4, "text")' if action_space != "coordinates" else "click(120, 48)"
-        raise ValueError(f"expected a command like {example}")
-    name, raw_args = match.groups()
+    example = 'click(12) or type(4, "text")' if action_space != "coordinates" else "click(120, 48)"
+    name, args = read_call(text, example=example)
     by_id = [
         command
         for command in _SIGNATURES
@@ -124,45 +120,25 @@ def parse_command(
     ]
     if action_space == "coordinates":  # what names no element stays: goto and the tab commands
         by_id = [command for command in by_id if command == "goto" or command in TAB_COMMANDS]
-    by_point = list(_COORDINATE_SIGNATURES) if action_space != "ids" else []
+    by_point = list(_COORDINATE_NAMES) if action_space != "ids" else []
     allowed = list(dict.fromkeys(by_id + by_point))
     if name not in allowed:
         raise ValueError(f"unknown command {name!r}; the commands are {', '.join(allowed)}")
-    forms: list[tuple[str, tuple[type, ...]]] = []
-    if name in by_id:
-        forms.append((name, _SIGNATURES[name]))
-    if name in by_point:
-        forms.append(_COORDINATE_SIGNATURES[name])
-    args = _arguments(name, raw_args, [signature for _, signature in forms])
-    fitting = [(internal, signature) for internal, signature in forms if len(signature) == len(args)]
-    if not fitting:
-        counts = " or ".join(str(len(signature)) for _, signature in forms)
-        raise ValueError(f"{name} takes {counts} argument(s), got {len(args)}")
-    internal, signature = fitting[0]
-    converted = _converted(name, args, signature)
-    if internal == "scroll" and converted[0] not in ("up", "down"):
-        raise ValueError("scroll takes up or down" + (", or x, y, dx, dy" if by_point else ""))
-    if internal == "scroll_at" and not all(abs(notches) <= MAX_WHEEL_NOTCHES for notches in converted[2:]):
-        raise ValueError(f"scroll: dx and dy are wheel notches from -{MAX_WHEEL_NOTCHES} to {MAX_WHEEL_NOTCHES}")
-    if internal == "key":
+    if name in by_id and len(args) == len(_SIGNATURES[name]):
+        converted = _converted(name, args, _SIGNATURES[name])
+        if name == "scroll" and converted[0] not in ("up", "down"):
+            raise ValueError("scroll takes up or down" + (", or x, y, dx, dy" if by_point else ""))
+        return Command(name, tuple(converted))
+    if name in by_point and len(args) in _COORDINATE_ARITY[name]:
         try:
-            playwright_keys(converted[0])
+            action = pixel_action(name, args, keys="playwright")
         except ValueError as error:
-            raise ValueError(f"key: {error}") from None
-    return Command(internal, tuple(converted))
-
-
-def _arguments(name: str, raw_args: str, signatures: list[tuple[type, ...]]) -> tuple[Any, ...]:
-    """The literal arguments of a call; a bare word for a one-string command (``press(Enter)``)."""
-    if any(len(signature) == 1 and signature[0] is str for signature in signatures) and _BARE_WORD.match(
-        raw_args.strip()
-    ):
-        return (raw_args.strip(),)
-    try:
-        parsed = ast.literal_eval(f"({raw_args},)") if raw_args.strip() else ()
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        raise ValueError(f"cannot read the arguments of {name}(...); quote text with double quotes") from None
-    return tuple(parsed)
+            message = str(error)
+            raise ValueError(message if message.startswith(f"{name}") else f"{name}: {message}") from None
+        return Command(_COORDINATE_NAMES[name], action.args)
+    counts = [len(_SIGNATURES[name])] if name in by_id else []
+    counts += list(_COORDINATE_ARITY[name]) if name in by_point else []
+    raise ValueError(f"{name} takes {' or '.join(map(str, counts))} argument(s), got {len(args)}")
 
 
 def _converted(name: str, args: tuple[Any, ...], signature: tuple[type | tuple[type, ...], ...]) -> list[Any]:
@@ -341,9 +317,9 @@ async def _perform_at(page: Any, command: Command) -> str:
         await page.keyboard.type(args[0])
         return f"Typed {args[0]!r}."
     if name == "key":
-        keys = playwright_keys(args[0])
         try:
-            await page.keyboard.press(keys)
+            for combination in args[0].split():  # Playwright's names (pixel_action), one after another
+                await page.keyboard.press(combination)
         except PlaywrightError:
             raise ElementError(f"key: the browser does not know the key {args[0]!r}") from None
         return f"Pressed {args[0]}."

@@ -46,10 +46,10 @@ from typing import Any, ClassVar
 import numpy as np
 from gymnasium import spaces
 
-from agentgym.computer_use import PIXEL_ACTIONS
+from agentgym.computer_use import PIXEL_ACTIONS, PixelAction
 from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.environments.desktop import SPLITS
-from agentgym.environments.desktop.actions import ACTION_SYNTAX, Command, parse_command, xdotool_calls
+from agentgym.environments.desktop.actions import ACTION_SYNTAX, parse_command, xdotool_calls
 from agentgym.environments.desktop.onscreen import reachable, top_layer
 from agentgym.environments.desktop.session import DesktopError, DesktopSession, XServerDied
 from agentgym.environments.desktop.tasks import APPS, Task, set_up, templates_for
@@ -202,7 +202,7 @@ class DesktopEnv(TextEnv):
             return self._finish()
         try:
             if parsed.name == "wait":
-                time.sleep(parsed.arguments[0])
+                time.sleep(parsed.args[0])
             else:
                 if parsed.name in BUTTON_ACTIONS:
                     time.sleep(max(0.0, self._last_press + CLICK_GAP_S - time.monotonic()))
@@ -309,9 +309,9 @@ class DesktopEnv(TextEnv):
         return "Done: the task is complete." if self.success else f"Done, but the task is not complete: {verdict}."
 
 
-def _feedback(command: Command) -> str:
+def _feedback(command: PixelAction) -> str:
     """What an action did, in words."""
-    args = command.arguments
+    args = command.args
     if command.name in ("click", "double_click", "right_click"):
         return f"{command.name.replace('_', ' ').capitalize()} at ({args[0]}, {args[1]})."
     if command.name == "move":
