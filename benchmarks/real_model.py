@@ -272,7 +272,11 @@ def leaderboard(args: argparse.Namespace) -> None:
     eval_args += ["--concurrency", str(args.concurrency), "--seed", "0"]
     expected = sum(item.episodes for item in load_suite(args.suite).items)
     walls = {}
-    for name in ("oracle", "random", *args.paths):
+    recorded = RESULTS / "real_model_leaderboard.json"
+    kept = (
+        json.loads(recorded.read_text(encoding="utf-8"))["wall_s"] if args.keep_recorded and recorded.exists() else {}
+    )
+    for name in (*(baseline for baseline in ("oracle", "random") if baseline not in kept), *args.paths):
         folder = out / name
         done = len(read_episodes(folder / "episodes.jsonl")) if (folder / "episodes.jsonl").exists() else 0
         if done >= expected or (args.report_only and done):
@@ -298,9 +302,29 @@ def leaderboard(args: argparse.Namespace) -> None:
         "played_episodes": {name: len(read_episodes(out / name / "episodes.jsonl")) for name in walls},
         "families": table,
     }
+    if args.keep_recorded:
+        report = with_recorded_columns(report, recorded)
     (RESULTS / "real_model_leaderboard.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (RESULTS / "real_model_leaderboard.md").write_text(leaderboard_markdown(report), encoding="utf-8")
     print(leaderboard_markdown(report))
+
+
+def with_recorded_columns(report: dict[str, Any], recorded_file: Path) -> dict[str, Any]:
+    """``report`` with the columns of the recorded report that it lacks (policies whose folders are not here), when
+    both played the same suite with the same settings; the carried ones are listed under ``carried``."""
+    if not recorded_file.exists():
+        return report
+    recorded = json.loads(recorded_file.read_text(encoding="utf-8"))
+    settings = ("suite", "max_tokens", "concurrency", "threads", "expected_episodes")
+    if any(recorded.get(key) != report[key] for key in settings):
+        raise SystemExit(
+            f"--keep-recorded: {recorded_file} played other settings: {[recorded.get(k) for k in settings]}"
+        )
+    carried = [name for name in recorded["wall_s"] if name not in report["wall_s"]]
+    merged = dict(report, carried=sorted(set(carried) | set(recorded.get("carried", [])) - set(report["wall_s"])))
+    for key in ("wall_s", "played_episodes", "families"):
+        merged[key] = report[key] | {name: recorded[key][name] for name in carried}
+    return merged
 
 
 def leaderboard_markdown(report: dict[str, Any]) -> str:
@@ -317,6 +341,14 @@ def leaderboard_markdown(report: dict[str, Any]) -> str:
             "its families without a finished episode have no cell)."
             for name, played in report["played_episodes"].items()
             if played < report["expected_episodes"]
+        ),
+        *(
+            [
+                f"\nColumns {', '.join(f'`{name}`' for name in report['carried'])} are carried from an earlier run of "
+                "the same suite and settings (`--keep-recorded`): the other columns were played again since."
+            ]
+            if report.get("carried")
+            else []
         ),
         "",
         "## Success rate (95% Wilson interval) and mean score per family",
@@ -532,6 +564,11 @@ def main() -> None:
     board.add_argument("suite")
     board.add_argument("--concurrency", type=int, default=32)
     board.add_argument("--report-only", action="store_true", help="report the --out folders as they are")
+    board.add_argument(
+        "--keep-recorded",
+        action="store_true",
+        help="keep the recorded leaderboard's columns of policies not played here (same suite and settings)",
+    )
     board.set_defaults(run=leaderboard)
     speed = commands.add_parser("throughput")
     speed.add_argument("--env", action="append", default=None)
