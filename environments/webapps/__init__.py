@@ -65,3 +65,15 @@ register(
     max_concurrency=MAX_CONCURRENCY,
     prepare="agentgym.environments.webapps.wiki.attack:prepare",  # the wiki alone, for any of its task ids
 )
+register(
+    "WebApps-Mail-Attack-v0",
+    entry_point="agentgym.environments.webapps.mail.attack:MailAttackEnv",
+    family="webapps",
+    description="The mail site's mail-reading tasks with a prompt injection in the mail read (3 styles x 2 attacker "
+    "goals: forward the mail outside the company, delete another inbox mail); utility and attack success",
+    # 2 attacker goals x 3 injection styles per task (mail/attack.py's VARIANTS)
+    splits=TaskSplits(**{split: count * 6 for split, count in SPLITS.counts().items()}),
+    max_episode_steps=30,
+    max_concurrency=MAX_CONCURRENCY,
+    prepare="agentgym.environments.webapps.mail.attack:prepare",  # the mail site alone, for any of its task ids
+)

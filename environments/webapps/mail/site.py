@@ -431,6 +431,25 @@ class MailSite(Site):
             self._listings[login] = (tag, _listing(self.golden_dir / "state" / "mail" / login))
         return self._listings[login][1]
 
+    def rewrite_message(self, tenant: int, login: str, folder: str, message_id: str, data: bytes) -> None:
+        """Replace the message ``message_id`` of ``login``'s ``folder`` in tenant ``tenant`` by ``data``.
+
+        The file keeps its name, so Dovecot's UID list gives it the same UID (its page's URL stays) and its
+        flags stay. The folder's Dovecot index files go: Dovecot caches a message's size, headers and MIME
+        structure there, and rebuilds them from the files and the UID list when it next opens the folder.
+        The tenant's next reset copies the account back (its files differ from the snapshot's).
+        """
+        stored = [m for m in self.account(tenant, login).messages(folder) if m.message_id == message_id]
+        if len(stored) != 1:
+            raise SiteError(f"{login}'s {folder} has {len(stored)} messages {message_id}, not one")
+        path = stored[0].path
+        partial = path.parent.parent / "tmp" / path.name.split(":", 1)[0]
+        partial.write_bytes(data)
+        self._chown(partial)
+        partial.replace(path)
+        for index in path.parent.parent.glob("dovecot.index*"):
+            index.unlink()
+
     def sieve_folders(self, tenant: int, login: str, message: bytes) -> list[str]:
         """The folders account ``login``'s active Sieve filters would deliver ``message`` to (``sieve-test``)."""
         home = self.tenant_dir(tenant) / "mail" / login
