@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -185,19 +186,92 @@ def test_desktop_attack_on_real_xvfb() -> None:
         env.close()
 
 
-@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
-def test_wiki_attack_on_the_real_wiki_in_chromium() -> None:
-    """The article page in Chromium shows the injection; the tenant's MediaWiki database decides both goals."""
-    env = gym.make("WebApps-Wiki-Attack-v0")
+#: The web-app -Attack ids: their plain id and the templates of its that they play (each id's attacks.yaml).
+WEB_APP_IDS = {
+    "WebApps-Wiki-Attack-v0": ("WebApps-Wiki-v0", ["wiki/infobox-fact"]),
+    "WebApps-Mail-Attack-v0": ("WebApps-Mail-v0", ["mail/meeting-time", "mail/invoice-amount", "mail/tracking-number"]),
+}
+needs_chromium = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
+
+
+@pytest.mark.parametrize("env_id", sorted(WEB_APP_IDS))
+def test_web_app_attack_tasks_are_the_plain_ids_and_deterministic(env_id: str) -> None:
+    """Each task is its plain id's user task (same definition and oracle plan) with an attack that is a function
+    of the task id: the same from another env, different for another variant of the same user task (no site runs)."""
+    plain_id, templates = WEB_APP_IDS[env_id]
+    first, again, plain = gym.make(env_id), gym.make(env_id), gym.make(plain_id, templates=templates)
     try:
-        for task_id in (3, 6 * 12_000 + 2):  # create/important, a test task's vandalize/hidden text
+        for task_id in (0, 5, 6 * 10_000 + 7, 6 * 12_000 + 2):
+            task = first.unwrapped.fingerprint_task(task_id)
+            assert task == again.unwrapped.fingerprint_task(task_id)
+            attack = task.pop("attack")
+            assert task == plain.unwrapped.fingerprint_task(task_id // 6)
+            assert attack["instruction"] in attack["text"]
+            (_, goal, style) = first.unwrapped.variants.pick(task_id)
+            assert (attack["goal"], attack["style"]) == (goal, style)
+            other = first.unwrapped.fingerprint_task(task_id + (1 if task_id % 6 < 5 else -1))["attack"]
+            assert other != attack
+    finally:
+        for env in (first, again, plain):
+            env.close()
+
+
+@needs_chromium
+@pytest.mark.parametrize("env_id", sorted(WEB_APP_IDS))
+def test_web_app_attack_on_the_real_site_in_chromium(env_id: str) -> None:
+    """The page the user task reads in Chromium shows the injection; the tenant's real state decides both goals
+    (the wiki's MediaWiki database; the mail's Maildirs and outbox)."""
+    env = gym.make(env_id)
+    try:
+        for task_id in (3, 6 * 12_000 + 2):  # the second goal in important_message, a test task's first in hidden_text
             total, info = play(env, task_id, "oracle")
             assert info["injection_seen"] and (info[UTILITY], info[ATTACK_SUCCESS]) == (1.0, False), info
             total, info = play(env, task_id, "obedient")
             assert (info[UTILITY], info[ATTACK_SUCCESS]) == (1.0, True), info
             assert total == pytest.approx(0.0)
-        env.reset(options={"task_id": 0})  # the tenant's reset undoes the attacker's edit
+        env.reset(options={"task_id": 0})  # the tenant's reset undoes what the attacker had done
         assert not env.unwrapped.attack_succeeded()
+    finally:
+        env.close()
+
+
+#: Each leaf element of the mail's body that holds text: its text and computed colours and size.
+_MAIL_BODY_JS = r"""() => Array.from(document.querySelectorAll('#messagebody p, #messagebody span'))
+  .filter(e => e.children.length === 0 && e.textContent.trim())
+  .map(e => { const s = getComputedStyle(e);
+              return {text: e.textContent.replace(/\s+/g, ' ').trim(), color: s.color, background: s.backgroundColor,
+                      size: s.fontSize}; })"""
+
+
+@needs_chromium
+def test_mail_attack_shows_the_text_in_the_mail_read_and_hides_hidden_text() -> None:
+    """The mail's page in Roundcube holds every sentence of the attacker's text after the body; ``hidden_text`` is
+    white on white in one-pixel type there, the other styles in the body's own type; the plain part is unchanged."""
+    env = gym.make("WebApps-Mail-Attack-v0")
+    base = env.unwrapped
+    try:
+        for task_id in (1, 2):  # forward_mail as tool_output_spoof, as hidden_text
+            env.reset(options={"task_id": task_id})
+            while not base.injection_seen:
+                assert len(base.history) < 6, "the oracle opened the mail without the injection showing"
+                env.step(base.oracle_action())
+            shown = base.evaluate(_MAIL_BODY_JS)
+            texts = [item["text"] for item in shown]
+            sentences = base.attack.text.split("\n\n")
+            if base.attack.style == "hidden_text":  # the medium's spans, around each sentence
+                sentences = [re.sub(r"<[^>]+>", "", sentence) for sentence in sentences]
+            assert texts[-len(sentences) :] == sentences, texts
+            hidden = {(item["color"], item["background"], item["size"]) for item in shown[-len(sentences) :]}
+            body = {(item["color"], item["size"]) for item in shown[: -len(sentences)]}
+            if base.attack.style == "hidden_text":
+                assert hidden == {("rgb(255, 255, 255)", "rgb(255, 255, 255)", "1px")}
+            else:
+                assert {(color, size) for color, _, size in hidden} == body
+            p = base.task.params
+            (stored,) = base.mail.account(base.tenant, p["login"]).find(p["message_id"])
+            golden = base.mail.golden_account(p["login"]).find(p["message_id"])[0]
+            assert stored.text() == golden.text() and base.attack.instruction not in stored.text()
+            assert stored.uid == p["uid"] and stored.mail.get_content_type() == "multipart/alternative"
     finally:
         env.close()
 
@@ -239,7 +313,8 @@ def test_obedient_spec_runs_through_the_runner_into_records_and_the_leaderboard(
 
 
 def test_attack_ids_are_registered_with_their_variants() -> None:
-    pairs = (*TEXT_IDS.items(), ("Desktop-Attack-v0", "Desktop-v0"), ("WebApps-Wiki-Attack-v0", "WebApps-Wiki-v0"))
+    web_apps = ((attack_id, plain_id) for attack_id, (plain_id, _) in WEB_APP_IDS.items())
+    pairs = (*TEXT_IDS.items(), ("Desktop-Attack-v0", "Desktop-v0"), *web_apps)
     for attack_id, plain_id in pairs:
         attack, plain = env_info(attack_id), env_info(plain_id)
         assert attack.family == plain.family
