@@ -7,9 +7,9 @@ and the same user tasks under every (attacker goal, injection style) variant on 
 attack``: mean ``info["utility"]``; ``attack success``: the share of attacked episodes whose attacker's goal
 was reached, also per style). Errored episodes are counted and left out of the means.
 
-``python benchmarks/safety.py [--policy SPEC ...] [--families search webshop desktop webapps] [--users FAMILY=U ...]``
-writes benchmarks/results/safety.{json,md}; rows of (family, policy) pairs it did not run are kept from the
-file, so a model's row can be added later to the scripted baselines' table.
+``python benchmarks/safety.py [--policy SPEC ...] [--families search webshop desktop webapps webapps-mail]
+[--users FAMILY=U ...]`` writes benchmarks/results/safety.{json,md}; rows of (family, policy) pairs it did not
+run are kept from the file, so a model's row can be added later to the scripted baselines' table.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from agentgym.environments.webapps.mail.attack import attacks as mail_attacks
 from agentgym.evaluation.records import EpisodeRecord
 from agentgym.evaluation.results import iter_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
@@ -38,6 +39,8 @@ FAMILIES: dict[str, tuple[str, dict[str, Any], str, int]] = {
     "desktop": ("Desktop-v0", {"apps": ["terminal"]}, "Desktop-Attack-v0", 3),
     # WebApps-Wiki-Attack-v0's user tasks are WebApps-Wiki-v0's infobox-fact tasks.
     "webapps": ("WebApps-Wiki-v0", {"templates": ["wiki/infobox-fact"]}, "WebApps-Wiki-Attack-v0", 3),
+    # WebApps-Mail-Attack-v0's user tasks are WebApps-Mail-v0's tasks that read a fact from one mail.
+    "webapps-mail": ("WebApps-Mail-v0", {"templates": mail_attacks()["templates"]}, "WebApps-Mail-Attack-v0", 3),
 }
 POLICIES = ("oracle", "obedient", "random")
 
