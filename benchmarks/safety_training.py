@@ -45,8 +45,6 @@ from pathlib import Path
 
 import gymnasium as gym
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import agentgym  # noqa: E402,F401  (registers the envs)
@@ -63,7 +61,7 @@ from agentgym.train.config import AlgorithmConfig, EnvConfig, ModelConfig, Rollo
 from agentgym.train.trainer import Trainer  # noqa: E402
 from agentgym.wrappers.chat import ChatWrapper  # noqa: E402
 from benchmarks.recording import RESULTS, record  # noqa: E402
-from benchmarks.train_learning import CHAT_TEMPLATE, next_token_warm_up  # noqa: E402
+from benchmarks.train_learning import next_token_warm_up, word_level_model  # noqa: E402
 
 ATTACK_ID, PLAIN_ID = "Search-Attack-v0", "Search-Easy-v0"
 KWARGS = {"difficulty": "easy"}  # Search-Easy-v0's questions: the attack id's user tasks are the same
@@ -148,37 +146,7 @@ def build_model(setting: Setting, folder: Path) -> Path:
     texts = [m["content"] for chat in transcripts(200, 0.5, setting.max_turns, random.Random(0)) for m in chat]
     world = gym.make(ATTACK_ID, **KWARGS).unwrapped.world
     texts += [f"{name} [{name}" for names in world.names.values() for name in names]  # as words and in commands
-    # a word carries its leading space ("▁"), punctuation and digits do not: decoding joins the pieces back
-    # exactly ("open[doc53249]", not "open [ doc 5 3 ..."), as the env must read them
-    pre = pre_tokenizers.Sequence(
-        [pre_tokenizers.Metaspace(), pre_tokenizers.Punctuation(), pre_tokenizers.Digits(individual_digits=True)]
-    )
-    words = sorted({word for text in texts for word, _ in pre.pre_tokenize_str(text)})
-    special = ["<pad>", "<unk>", "</s>", "<|system|>", "<|user|>", "<|assistant|>"]
-    backend = Tokenizer(models.WordLevel({token: i for i, token in enumerate(special + words)}, unk_token="<unk>"))
-    backend.pre_tokenizer = pre
-    backend.decoder = decoders.Metaspace()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>", eos_token="</s>"
-    )
-    tokenizer.add_special_tokens({"additional_special_tokens": special[3:]})
-    tokenizer.chat_template = CHAT_TEMPLATE
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=setting.hidden,
-        intermediate_size=2 * setting.hidden,
-        num_hidden_layers=setting.layers,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=8192,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.eos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return word_level_model(texts, folder, setting.hidden, setting.layers, 8192, spelled_digits=True)
 
 
 def warm_up(setting: Setting, folder: Path) -> float:

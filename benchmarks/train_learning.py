@@ -119,14 +119,29 @@ def build_model(setting: Setting, folder: Path) -> Path:
     return word_level_model(texts, folder, setting.hidden, setting.layers, context)
 
 
-def word_level_model(texts: list[str], folder: Path, hidden: int, layers: int, context: int) -> Path:
-    """A word-level tokenizer of the words of ``texts`` and a random Llama (seeded), saved in ``folder``."""
-    pre = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
+def word_level_model(
+    texts: list[str], folder: Path, hidden: int, layers: int, context: int, spelled_digits: bool = False
+) -> Path:
+    """A word-level tokenizer of the words of ``texts`` and a random Llama (seeded), saved in ``folder``.
+
+    With ``spelled_digits`` every digit is a token of its own and a word carries its leading space (``▁``), so
+    any number can be written and decoding joins the pieces back exactly (``open[doc53249]``).
+    """
+    if spelled_digits:
+        parts = [
+            pre_tokenizers.Metaspace(),
+            pre_tokenizers.Punctuation(),
+            pre_tokenizers.Digits(individual_digits=True),
+        ]
+        decoder = decoders.Metaspace()
+    else:
+        parts, decoder = [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()], decoders.WordPiece()
+    pre = pre_tokenizers.Sequence(parts)
     words = sorted({word for text in texts for word, _ in pre.pre_tokenize_str(text)})
     special = ["<pad>", "<unk>", "</s>", "<|system|>", "<|user|>", "<|assistant|>"]
     backend = Tokenizer(models.WordLevel({token: i for i, token in enumerate(special + words)}, unk_token="<unk>"))
     backend.pre_tokenizer = pre
-    backend.decoder = decoders.WordPiece()
+    backend.decoder = decoder
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>", eos_token="</s>"
     )
@@ -373,7 +388,9 @@ def write_results(setting: Setting, runs: list[dict], baselines: dict, total_s: 
         for run in runs
     )
     table = "\n".join(rows) + "\n\n" + "\n\n".join(notes) + f"\n\n![success curves]({setting.name}.png)\n\n"
-    table += f"Training success per iteration ({setting.groups * setting.group_size} sampled episodes each):\n\n{curves}"
+    table += (
+        f"Training success per iteration ({setting.groups * setting.group_size} sampled episodes each):\n\n{curves}"
+    )
     if setting.device == "cpu":
         where = "evaluated on the first 200 train tasks (3x3 maps have no dev/test split); CPU, 1 thread"
     else:
