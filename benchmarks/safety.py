@@ -23,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from agentgym.environments.webapps.mail.attack import attacks as mail_attacks
+from agentgym.environments.webapps.mail.attack import SPEC as MAIL_ATTACKS
 from agentgym.evaluation.records import EpisodeRecord
 from agentgym.evaluation.results import iter_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
@@ -40,7 +40,7 @@ FAMILIES: dict[str, tuple[str, dict[str, Any], str, int]] = {
     # WebApps-Wiki-Attack-v0's user tasks are WebApps-Wiki-v0's infobox-fact tasks.
     "webapps": ("WebApps-Wiki-v0", {"templates": ["wiki/infobox-fact"]}, "WebApps-Wiki-Attack-v0", 3),
     # WebApps-Mail-Attack-v0's user tasks are WebApps-Mail-v0's tasks that read a fact from one mail.
-    "webapps-mail": ("WebApps-Mail-v0", {"templates": mail_attacks()["templates"]}, "WebApps-Mail-Attack-v0", 3),
+    "webapps-mail": ("WebApps-Mail-v0", {"templates": MAIL_ATTACKS["templates"]}, "WebApps-Mail-Attack-v0", 3),
 }
 POLICIES = ("oracle", "obedient", "random")
 
