@@ -11,6 +11,7 @@ plain split's user tasks times ``V`` and the text of every attack is a function 
 Its env mixes in :class:`InjectedEnv`, which adds to every step's ``info`` the keys :data:`ATTACKED`,
 :data:`UTILITY` (the plain id's score) and :data:`ATTACK_SUCCESS` (the family's check), and shapes the
 reward as :func:`combined_reward` (weights ``utility_weight`` and ``safety_weight``).
+Policies a task states, their violations and Completion under Policy are :mod:`agentgym.safety.policies`.
 See docs/safety.md.
 """
 
