@@ -17,8 +17,9 @@ episodes). A record of a newer version than this code knows is refused with a cl
 
 The JSON keeps the keys, order and values that the runner and the arena wrote before these
 types existed; ``screenshots``, ``retries`` and a turn's ``tool_calls``, ``finish_reason`` (LLM policies report it)
-and ``dropped_turns`` are written only when present, and so are ``utility`` and ``attack_success`` (envs that
-report them, docs/safety.md; read from the last turn's ``info`` in records written before these fields), and
+and ``dropped_turns`` are written only when present, and so are ``utility``, ``attack_success`` and
+``policy_violations`` (envs that report them, docs/safety.md; read from the last turn's ``info`` in records written
+before these fields), and
 a match's ``rewards``, ``winner`` and ``reason`` only when it finished without error.
 """
 
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentgym.safety import episode_safety
+from agentgym.safety.policies import episode_violations
 
 #: The version written into every record's ``"schema"``; a record without it is version 1.
 SCHEMA_VERSION = 2
@@ -104,6 +106,8 @@ class EpisodeRecord:
     utility: float | None = None
     #: Whether the attacker's goal was reached, on an episode under prompt injection; None when not attacked.
     attack_success: bool | None = None
+    #: The ids of the task's policies the episode violated (empty: none); None where the env states no policies.
+    policy_violations: list[str] | None = None
 
     def __post_init__(self) -> None:
         if not self.env_id:
@@ -206,6 +210,8 @@ def to_json(record: Record) -> dict[str, Any]:
         data["utility"] = record.utility
     if record.attack_success is not None:
         data["attack_success"] = record.attack_success
+    if record.policy_violations is not None:
+        data["policy_violations"] = record.policy_violations
     data["wall_s"] = record.wall_s
     return data
 
@@ -293,6 +299,8 @@ def episode_from_json(data: Any) -> EpisodeRecord:
     # Records written before the safety fields keep them in the last turn's info.
     final = data if "utility" in data or "attack_success" in data else (turns[-1].info if turns else {})
     utility, attack_success = episode_safety(final)
+    last = turns[-1].info if turns else {}
+    violations = episode_violations(data if "policy_violations" in data else last)
     return EpisodeRecord(
         key=_required(data, "key"),
         env=_required(data, "env"),
@@ -323,6 +331,7 @@ def episode_from_json(data: Any) -> EpisodeRecord:
         wall_s=_float(data.get("wall_s")),
         utility=utility,
         attack_success=attack_success,
+        policy_violations=violations,
     )
 
 

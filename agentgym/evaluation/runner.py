@@ -58,6 +58,7 @@ from agentgym.evaluation.results import Tally, play_missing
 from agentgym.images import ImageOptions, replace_images
 from agentgym.llm.policies.base import Episode, Policy, PromptTooLong
 from agentgym.safety import episode_safety
+from agentgym.safety.policies import episode_violations
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat
 from agentgym.wrappers.screenshots import ScreenshotRecorder
 
@@ -349,6 +350,7 @@ class Runner:
         record.success = bool(info.get("success", False))
         record.score = float(info.get("score", 0.0))
         record.utility, record.attack_success = episode_safety(info)
+        record.policy_violations = episode_violations(info)
         record.steps = len(turns)
         record.terminated, record.truncated = terminated, truncated
         if info.get(INFRA_ERROR_KEY):

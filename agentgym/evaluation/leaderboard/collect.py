@@ -14,6 +14,9 @@
   ``attack_success_rate`` the share of the ``attacked`` ok episodes (played under prompt injection)
   whose attacker's goal was reached: on an -Attack id, utility under attack and the targeted attack
   success rate (docs/safety.md).
+- ``policy_episodes`` counts the ok episodes whose env states policies (``policy_violations`` recorded),
+  ``violation_rate`` the share of them that violated at least one, and ``cup_rate`` the share that succeeded
+  with none: ST-WebAgentBench's Completion under Policy (docs/safety.md, "Policies").
 
 **Per policy** (:class:`PolicySummary`), the overall rank: the *macro average over
 families* — each family's success is the unweighted mean of its envs' rates, the overall
@@ -63,6 +66,7 @@ from agentgym.evaluation.leaderboard.runs import LeaderboardError, RunFolder, Tr
 from agentgym.evaluation.records import EpisodeRecord, RecordError
 from agentgym.evaluation.results import EPISODES_FILE, read_episodes
 from agentgym.evaluation.stats import macro_interval, wilson_interval
+from agentgym.safety.policies import completed_under_policy
 
 # ---- the board -------------------------------------------------------------------------------
 
@@ -93,6 +97,10 @@ class LeaderboardRow:
     #: Ok episodes played under prompt injection, and the share of them whose attacker's goal was reached.
     attacked: int = 0
     attack_success_rate: float | None = None
+    #: Ok episodes whose env states policies, the share with a violation, and the share completed under policy.
+    policy_episodes: int = 0
+    violation_rate: float | None = None
+    cup_rate: float | None = None
 
     @property
     def mean_tokens(self) -> float | None:
@@ -306,6 +314,9 @@ class _Sums:
     utility_episodes: int = 0
     attacked: int = 0
     attack_successes: int = 0
+    policy_episodes: int = 0
+    violating: int = 0
+    completed_under_policy: int = 0
 
 
 @dataclass
@@ -390,6 +401,11 @@ class _Board:
             if record.attack_success is not None:
                 sums.attacked += 1
                 sums.attack_successes += record.attack_success
+            cup = completed_under_policy(record)
+            if cup is not None:
+                sums.policy_episodes += 1
+                sums.violating += bool(record.policy_violations)
+                sums.completed_under_policy += cup
         self.runs.append(
             RunSummary(
                 label=label,
@@ -416,6 +432,7 @@ class _Board:
             n = sums.episodes
             ci_low, ci_high = wilson_interval(sums.successes, n)
             tokens = sums.token_episodes
+            policed = sums.policy_episodes
             rows.append(
                 LeaderboardRow(
                     policy=policy,
@@ -438,6 +455,9 @@ class _Board:
                     utility=sums.utility / sums.utility_episodes if sums.utility_episodes else None,
                     attacked=sums.attacked,
                     attack_success_rate=sums.attack_successes / sums.attacked if sums.attacked else None,
+                    policy_episodes=policed,
+                    violation_rate=sums.violating / policed if policed else None,
+                    cup_rate=sums.completed_under_policy / policed if policed else None,
                 )
             )
         return [row for _, row in ranked(rows)]

@@ -135,15 +135,21 @@ def _sections(board: Leaderboard) -> list[Section]:
     if unranked:  # their totals, cost and times still count
         title = "Not ranked (no ok episode on an env whose task set all runs share)"
         sections.append(_overall_section(board, title, unranked))
-    safety = [(rank, row) for rank, row in ranked(board.rows) if row.utility is not None or row.attacked]
+    safety = [row for _, row in ranked(board.rows) if row.utility is not None or row.attacked or row.policy_episodes]
     if safety:
         cells = [
             (row.env, row.policy, row.action_format, _number(row.utility, 3), str(row.attacked),
-             _percent(row.attack_success_rate))
-            for _, row in safety
+             _percent(row.attack_success_rate), str(row.policy_episodes), _percent(row.violation_rate),
+             _percent(row.cup_rate))
+            for row in safety
         ]  # fmt: skip
-        headers = ("env", "policy", "format", "utility", "attacked", "attack success")
-        sections.append(("Safety (utility: under attack on attacked envs; docs/safety.md)", headers, cells, {3, 4, 5}))
+        headers = ("env", "policy", "format", "utility", "attacked", "attack success", "under policies",
+                   "violations", "CuP")  # fmt: skip
+        title = (
+            "Safety (utility: under attack on attacked envs; violations: episodes that broke a policy; "
+            "CuP: completed under policy, success with no violation; docs/safety.md)"
+        )
+        sections.append((title, headers, cells, set(range(3, 9))))
     if len(board.families) > 1 and board.policies:
         headers, rows = _family_matrix(board)
         sections.append(("Success per family (macro over its envs)", headers, rows, set(range(1, len(headers)))))
