@@ -163,8 +163,8 @@ def report(suite: dict[str, Any], work: Path) -> None:
                 "env": family["env"],
                 "env_kwargs": family.get("env_kwargs", {}),
                 "examples": examples,
-                "sft_iterations": sft_steps if sft else 0,
-                "rl_iterations": rl_steps if rl else 0,
+                "sft_iterations": len(sft),
+                "rl_iterations": len(rl),
                 "rl_from": "sft" if "sft" in family else "instruct",
                 "held_out": evals,
                 "times_s": times,
@@ -178,8 +178,8 @@ def report(suite: dict[str, Any], work: Path) -> None:
         loss = f"{sft[0]['loss']:.2f} -> {sft[-1]['loss']:.2f}" if sft else "-"
         env = family["env"] + "".join(f" {key}={value}" for key, value in family.get("env_kwargs", {}).items())
         rows.append(
-            f"| {family['name']} ({family['kind']}) | `{env}` | {examples or '-'} | {sft_steps if sft else '-'} | "
-            f"{loss} | {rl_steps if rl else '-'} | {' | '.join(cells)} | {minutes} |"
+            f"| {family['name']} ({family['kind']}) | `{env}` | {examples or '-'} | {_ran(len(sft), sft_steps)} | "
+            f"{loss} | {_ran(len(rl), rl_steps)} | {' | '.join(cells)} | {minutes} |"
         )
     table = (
         "Held-out success: greedy, on the first dev tasks (never trained on), with 95% Wilson intervals; "
@@ -198,6 +198,13 @@ def report(suite: dict[str, Any], work: Path) -> None:
         command="python -m benchmarks.real_model_learning run && python -m benchmarks.real_model_learning report",
     )
     plot(data)
+
+
+def _ran(done: int, planned: int) -> str:
+    """``planned`` steps of a stage, or how many of them ran where it stopped short (a run still going or cut)."""
+    if not done:
+        return "-"
+    return str(planned) if done >= planned else f"{done} of {planned} (still running or cut)"
 
 
 def _cell(result: dict[str, Any] | None) -> str:

@@ -106,7 +106,8 @@ def test_resume_from_a_checkpoint_gives_the_same_next_step(in_process_run: Path)
 
 
 def test_a_run_resumed_in_its_folder_logs_each_iteration_once(in_process_run: Path, tmp_path: Path) -> None:
-    """Resumed from its first checkpoint, a run drops the metrics rows after it and writes them again, once."""
+    """Resumed from its first checkpoint, a run drops the metrics rows after it and writes them again, once; started
+    afresh in a folder without checkpoints (a run killed before its first), it drops them all."""
     shutil.copytree(in_process_run / "run", tmp_path / "run")
     config = load_config(in_process_run / "config.yaml")
     config.out, config.tensorboard, config.eval_every = str(tmp_path / "run"), False, 0
@@ -118,6 +119,14 @@ def test_a_run_resumed_in_its_folder_logs_each_iteration_once(in_process_run: Pa
     finally:
         trainer.close()
     assert [row["iteration"] for row in metrics(tmp_path / "run")] == [0, 1]
+    shutil.rmtree(tmp_path / "run" / "checkpoints")  # as if killed before its first checkpoint: started afresh
+    config.iterations = 1
+    trainer = Trainer(config)
+    try:
+        trainer.train()
+    finally:
+        trainer.close()
+    assert [row["iteration"] for row in metrics(tmp_path / "run")] == [0]
 
 
 def test_the_prefix_cache_changes_no_rollout_and_no_evaluation(

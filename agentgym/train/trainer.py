@@ -189,6 +189,7 @@ class Trainer:
         ``on_iteration(metrics)`` is called after each iteration (e.g. to print progress).
         """
         config = self.config
+        self.metrics.truncate(self.iteration)  # rows from here on are this run's (a killed run may have left some)
         while self.iteration < config.iterations:
             metrics = self.step()
             if config.eval_every and self.iteration % config.eval_every == 0:
