@@ -11,7 +11,9 @@ last statement is an expression, the value's ``repr`` is printed (unless it is `
 stdout and stderr, the Python objects and the file descriptors 1 and 2 (so subprocesses too), go
 to one unlinked file in ``/tmp``, emptied before each cell and read after it: the output keeps the
 order of what was written, and at most ``output_bytes`` of it come back (two thirds from the head,
-one third from the tail; ``omitted`` counts the bytes between). stdin is ``/dev/null``.
+one third from the tail; ``omitted`` counts the bytes between). A cell that writes until the file can
+take no more (the file-size limit, or ``/tmp`` full) gets an ``OSError``; its traceback, which the file
+cannot hold, follows the output with a line saying so. stdin is ``/dev/null``.
 
 ``status``: ``ok``; ``error`` (an exception, its traceback in the output, kernel frames left out);
 ``time`` or ``cpu`` (the cell ran past ``wall_s`` seconds of wall time, or ``cpu_s`` of CPU time:
@@ -57,6 +59,7 @@ class Kernel:
         sys.stderr = open(2, "w", 1, encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
         self.namespace = {"__name__": "__main__", "__builtins__": builtins}
         self.cells = 0
+        self.unwritten = ""  # a traceback the full output file could not take
         self.armed = False
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the file-size limit fails instead
         signal.signal(signal.SIGALRM, lambda *_: self.interrupt("time"))
@@ -83,7 +86,7 @@ class Kernel:
 
     def run(self, code: str, wall_s: float, cpu_s: float, output_bytes: int) -> dict:
         """Run one cell under its limits; its output and how it ended."""
-        os.ftruncate(self.output, 0)
+        self.empty_output()
         self.cells += 1
         name = f"<cell {self.cells}>"
         linecache.cache[name] = (len(code), None, code.splitlines(True), name)
@@ -115,7 +118,18 @@ class Kernel:
             with contextlib.suppress(OSError, ValueError):  # the cell closed it, or the file-size limit was hit
                 stream.flush()
         output, omitted = self.read_output(output_bytes)
+        if self.unwritten:  # after what the file holds, so that the cut never takes it
+            output += self.unwritten[-max(output_bytes // 3, 200) :]
         return {"output": output, "status": status, "omitted": omitted}
+
+    def empty_output(self) -> None:
+        """Empty the output file, and with it what a failed write left in the streams' buffers."""
+        os.ftruncate(self.output, 0)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os.ftruncate(self.output, 0)
+        self.unwritten = ""
 
     def execute(self, code: str, name: str) -> None:
         """Run ``code`` in the session's namespace; print the value of a final expression."""
@@ -134,7 +148,13 @@ class Kernel:
             trace = trace.tb_next
         if isinstance(error, SyntaxError):
             trace = None
-        sys.stderr.write("".join(traceback.format_exception(kind, error, trace)))
+        text = "".join(traceback.format_exception(kind, error, trace))
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # the output file is full (file-size limit, /tmp) or the cell closed stderr
+            size = os.fstat(self.output).st_size
+            self.unwritten = f"\n[the cell's output stopped after {size} bytes: no more could be written]\n{text}"
 
     def read_output(self, limit: int) -> tuple[str, int]:
         """The cell's output, cut in the middle to ``limit`` bytes; and how many bytes were cut."""
