@@ -65,7 +65,8 @@ fork) are read from how a failed run ended, so a program can fake them about its
 about anything else.
 
 Not contained by the bwrap backend: the disk space of the work dir (each file is capped by
-``file_size_mb``, their number is not), CPU share (a run may use every core until its CPU-time
+``file_size_mb``, their number is not), the memory of a run as a whole (``memory_mb`` is per
+process: a run may hold ``processes`` times as much), CPU share (a run may use every core until its CPU-time
 limit), and kernel exploits (there is no seccomp filter; use the docker backend or a VM for
 hostile code at scale).
 
