@@ -356,8 +356,9 @@ def write_results(setting: Setting, runs: list[dict], baselines: dict, total_s: 
         )
     sampled_before = [run["before"]["sampled"] for run in runs]
     notes = [
-        f"On the same {setting.eval_episodes} {setting.eval_splits[0]} tasks: random policy (uniform legal moves, 10 episodes per task) "
-        f"{baselines['random']:.3f}, oracle (shortest safe path) {baselines['oracle']:.2f}. Greedy: temperature 0; "
+        f"On the same {setting.eval_episodes} {setting.eval_splits[0]} tasks: random policy (uniform legal moves, "
+        f"10 episodes per task) {baselines['random']:.3f}, oracle (shortest safe path) {baselines['oracle']:.2f}. "
+        "Greedy: temperature 0; "
         f"sampled: temperature {SAMPLED:g}, one episode per task. Warm-up final loss "
         f"{baselines['warm_up_loss']:.3f} ({baselines['warm_up_s']:.0f} s); whole run {total_s / 60:.1f} min.",
         f"Sampled, the warm-up model succeeds on {min(sampled_before):.2f} to {max(sampled_before):.2f} of the "
