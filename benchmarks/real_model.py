@@ -265,7 +265,8 @@ def episodes_wall_s(folder: Path) -> float:
 
 def leaderboard(args: argparse.Namespace) -> None:
     """Play the suite with the baselines and each path into ``--out``; a policy whose folder already holds every
-    episode of the suite (an earlier call's) is not played again. ``--report-only`` reports the folders as they
+    episode of the suite finished (an earlier call's) is not played again, one with errored episodes plays them
+    again. ``--report-only`` reports the folders as they
     are (a run cut short counts the episodes it finished)."""
     out = Path(args.out)
     eval_args = ["--suite", args.suite, "--max-tokens", str(args.max_tokens), "--temperature", "0"]
@@ -278,17 +279,19 @@ def leaderboard(args: argparse.Namespace) -> None:
     )
     for name in (*(baseline for baseline in ("oracle", "random") if baseline not in kept), *args.paths):
         folder = out / name
-        done = len(read_episodes(folder / "episodes.jsonl")) if (folder / "episodes.jsonl").exists() else 0
-        if done >= expected or (args.report_only and done):
+        played = read_episodes(folder / "episodes.jsonl") if (folder / "episodes.jsonl").exists() else {}
+        done = sum(record.status == "ok" for record in played.values())
+        retry = ["--retry-errors"] if len(played) > done else []  # errored episodes (a timeout, a crash) play again
+        if done >= expected or (args.report_only and played):
             walls[name] = episodes_wall_s(folder)
         elif args.report_only:
             continue
         elif name in ("oracle", "random"):
-            evaluate(name, folder, ["--suite", args.suite, "--seed", "0"], args.threads)
+            evaluate(name, folder, ["--suite", args.suite, "--seed", "0", *retry], args.threads)
             walls[name] = episodes_wall_s(folder)
         else:
             with served(name, args.threads, args.concurrency) as (spec, flags):
-                evaluate(spec, folder, eval_args + flags, args.threads)
+                evaluate(spec, folder, eval_args + flags + retry, args.threads)
             walls[name] = episodes_wall_s(folder)
     verb_cache: dict[str, set[str]] = {}
     table = {name: family_rows(out / name, verb_cache) for name in walls}
