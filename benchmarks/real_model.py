@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from datetime import datetime
@@ -87,14 +88,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def served(path: str, threads: int, max_batch_size: int) -> Iterator[tuple[str, list[str]]]:
+def served(path: str, threads: int, max_batch_size: int, port: int | None = None) -> Iterator[tuple[str, list[str]]]:
     """The policy spec of ``path`` and the flags it adds to ``agentgym eval``, with its server running (none in
-    process)."""
+    process) on ``port`` (a free one by default)."""
     kind, flags = PATHS[path]
     if kind == "hf":
         yield "hf:smollm2", flags
         return
-    port = free_port()
+    port = port or free_port()
     env = os.environ | {"OMP_NUM_THREADS": str(threads)}
     if kind == "serve-model":
         command = [sys.executable, "-m", "agentgym.cli", "serve-model", "smollm2", "--device", "cpu", *flags]
@@ -122,6 +123,23 @@ def served(path: str, threads: int, max_batch_size: int) -> Iterator[tuple[str, 
         finally:
             server.terminate()
             server.wait(timeout=60)
+
+
+def earlier_port(folder: Path) -> int | None:
+    """The port an earlier run into ``folder`` served on, so that its policy spec (the URL) is the same and the
+    runner resumes it; None without one, or if the port is taken now."""
+    run = folder / "run.json"
+    recorded = json.loads(run.read_text(encoding="utf-8")) if run.exists() else {}
+    base_url = recorded.get("policy_info", {}).get("base_url")
+    port = urllib.parse.urlsplit(base_url).port if base_url else None
+    if port is None:
+        return None
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return None
+    return port
 
 
 def evaluate(spec: str, out: Path, eval_args: list[str], threads: int) -> float:
@@ -290,7 +308,7 @@ def leaderboard(args: argparse.Namespace) -> None:
             evaluate(name, folder, ["--suite", args.suite, "--seed", "0", *retry], args.threads)
             walls[name] = episodes_wall_s(folder)
         else:
-            with served(name, args.threads, args.concurrency) as (spec, flags):
+            with served(name, args.threads, args.concurrency, earlier_port(folder)) as (spec, flags):
                 evaluate(spec, folder, eval_args + flags + retry, args.threads)
             walls[name] = episodes_wall_s(folder)
     verb_cache: dict[str, set[str]] = {}
