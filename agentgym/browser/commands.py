@@ -187,6 +187,8 @@ _ACTIONABLE_JS = """(e, typing) => {
 
 
 #: Playwright's log lines once an action may have reached the page: a pointer action sent, a key press begun.
+#: A navigation cut short by another one the page started itself (Playwright's words for it).
+_RACED = re.compile(r"interrupted by another navigation|net::ERR_ABORTED")
 _PERFORMED = re.compile(r"performing \w+ action|elementHandle\.press\(")
 
 
@@ -291,7 +293,12 @@ async def perform(page: Any, command: Command, *, timeout_ms: float = 5000, retr
     if name in COORDINATE_COMMANDS:
         return await _perform_at(page, command)
     if name == "goto":  # a page load, not an actionability check: the tab's page timeout applies
-        await page.goto(args[0])
+        try:
+            await page.goto(args[0])
+        except PlaywrightError as error:
+            if not _RACED.search(str(error)):
+                raise
+            await page.goto(args[0])  # the page's own navigation (a form's redirect) cut this one short: again
         return f"Opened {args[0]}."
     raise ElementError(f"unknown command {name!r}")
 
