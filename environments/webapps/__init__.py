@@ -77,3 +77,16 @@ register(
     max_concurrency=MAX_CONCURRENCY,
     prepare="agentgym.environments.webapps.mail.attack:prepare",  # the mail site alone, for any of its task ids
 )
+register(
+    "WebApps-Forum-Attack-v0",
+    entry_point="agentgym.environments.webapps.forum.attack:ForumAttackEnv",
+    family="webapps",
+    description="The forum's thread-reading tasks with a prompt injection in a post of the thread read (3 styles x 2 "
+    "attacker goals: reply to another thread naming the attacker's site, close another thread); utility and attack "
+    "success",
+    # 2 attacker goals x 3 injection styles per task (forum/attack.py's VARIANTS)
+    splits=TaskSplits(**{split: count * 6 for split, count in SPLITS.counts().items()}),
+    max_episode_steps=30,
+    max_concurrency=MAX_CONCURRENCY,
+    prepare="agentgym.environments.webapps.forum.attack:prepare",  # the forum alone, for any of its task ids
+)

@@ -3,12 +3,15 @@
 A site's attack module (``wiki/attack.py``, ``mail/attack.py``) names its site and its ``attacks.yaml`` (the
 templates of its user tasks, the goals' instructions and the attacker's details), plants the text and checks the
 goals; the obedient player's detour is a list of the site's :class:`~.tasks.Step` (:meth:`SiteAttackEnv._detour`),
-played to its end, after which the oracle's plan starts again.
+played to its end, after which the oracle's plan starts again. Where the attacker's goal needs a member of the site
+(a reply on the forum, a ticket's change on the forge) and the user task reads its page signed out, the attack id
+signs the browser in after the plant (:meth:`SiteAttackEnv._sign_in`): the user whose agent reads the page.
 """
 
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 from collections.abc import Callable, Collection
 from importlib import resources
@@ -16,8 +19,9 @@ from typing import Any, ClassVar
 
 import yaml
 
+from agentgym.browser.page import BrowserError
 from agentgym.environments.webapps.cli import prepare as prepare_sites
-from agentgym.environments.webapps.env import WebAppEnv
+from agentgym.environments.webapps.env import QUIET_WAIT_S, WebAppEnv
 from agentgym.environments.webapps.tasks import Step
 from agentgym.safety import InjectedEnv
 
@@ -49,6 +53,25 @@ class SiteAttackEnv(InjectedEnv, WebAppEnv):
     def _generate(self, task_id: int) -> str:
         self._obeyed_from = None
         return super()._generate(task_id)
+
+    def _sign_in(self, site: str, user: str) -> None:
+        """Sign the browser in to ``site`` as ``user`` (the site's seeded session) and load the page again."""
+        cookies = self.site(site).session_cookies(self.tenant, user)
+        ready_js = self.site(site).ready_js
+
+        async def sign_in(page: Any) -> None:
+            from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+            await page.context.add_cookies(cookies)
+            await page.reload(timeout=self.page_timeout_s * 1000)
+            with contextlib.suppress(PlaywrightTimeout):
+                await page.wait_for_function(ready_js, timeout=QUIET_WAIT_S * 1000)
+
+        try:
+            self.tab.run(sign_in)
+        except BrowserError as error:
+            self._fail(error)
+        self._page_changed()
 
     @abc.abstractmethod
     def _detour(self) -> list[Step]:
