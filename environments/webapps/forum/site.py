@@ -68,6 +68,13 @@ class ForumSite(Site):
     apt_packages: ClassVar[tuple[str, ...]] = ("postgresql", "python3-venv")
     #: Server processes: gunicorn workers and threads per worker.
     workers, threads = 2, 8
+    #: Misago's React pages fetch some of their content after the page loads (a search's results read
+    #: "Loading results..." until its API call answers; lists show a spinner): none of that on screen.
+    ready_js: ClassVar[str] = (
+        "() => ![...document.querySelectorAll('p.lead')].some(p => p.textContent.startsWith('Loading'))"
+        " && ![...document.querySelectorAll('.loader, .threads-list-loader, .panel-body-loading,"
+        " .list-group-loading-message')].some(e => e.offsetParent !== null)"
+    )
 
     def __init__(self, home: Path | None = None, seed: int = DEFAULT_SEED) -> None:
         super().__init__(home, seed)
