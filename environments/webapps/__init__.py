@@ -90,3 +90,16 @@ register(
     max_concurrency=MAX_CONCURRENCY,
     prepare="agentgym.environments.webapps.forum.attack:prepare",  # the forum alone, for any of its task ids
 )
+register(
+    "WebApps-Forge-Attack-v0",
+    entry_point="agentgym.environments.webapps.forge.attack:ForgeAttackEnv",
+    family="webapps",
+    description="The forge's ticket-reading tasks with a prompt injection in a comment on the ticket read (3 styles "
+    "x 2 attacker goals: reassign another ticket to the attacker, comment on another ticket naming the attacker's "
+    "site); utility and attack success",
+    # 2 attacker goals x 3 injection styles per task (forge/attack.py's VARIANTS)
+    splits=TaskSplits(**{split: count * 6 for split, count in SPLITS.counts().items()}),
+    max_episode_steps=30,
+    max_concurrency=MAX_CONCURRENCY,
+    prepare="agentgym.environments.webapps.forge.attack:prepare",  # the forge alone, for any of its task ids
+)
