@@ -8,9 +8,9 @@ attack``: mean ``info["utility"]``; ``attack success``: the share of attacked ep
 was reached, also per style). Errored episodes are counted and left out of the means.
 
 ``python benchmarks/safety.py [--policy SPEC ...] [--families search webshop desktop webapps webapps-mail
-webapps-forum webapps-forge] [--users FAMILY=U ...]`` writes benchmarks/results/safety.{json,md}; rows of (family,
-policy) pairs it did not run are kept from the file, so a model's row can be added later to the scripted baselines'
-table.
+webapps-forum webapps-forge webapps-shop] [--users FAMILY=U ...]`` writes benchmarks/results/safety.{json,md}; rows
+of (family, policy) pairs it did not run are kept from the file, so a model's row can be added later to the scripted
+baselines' table.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 from agentgym.environments.webapps.forge.attack import SPEC as FORGE_ATTACKS
 from agentgym.environments.webapps.forum.attack import SPEC as FORUM_ATTACKS
 from agentgym.environments.webapps.mail.attack import SPEC as MAIL_ATTACKS
+from agentgym.environments.webapps.shop.attack import SPEC as SHOP_ATTACKS
 from agentgym.evaluation.records import EpisodeRecord
 from agentgym.evaluation.results import iter_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
@@ -48,6 +49,8 @@ FAMILIES: dict[str, tuple[str, dict[str, Any], str, int]] = {
     "webapps-forum": ("WebApps-Forum-v0", {"templates": FORUM_ATTACKS["templates"]}, "WebApps-Forum-Attack-v0", 3),
     # WebApps-Forge-Attack-v0's user tasks are WebApps-Forge-v0's tasks that read one ticket.
     "webapps-forge": ("WebApps-Forge-v0", {"templates": FORGE_ATTACKS["templates"]}, "WebApps-Forge-Attack-v0", 3),
+    # WebApps-Shop-Attack-v0's user tasks are WebApps-Shop-v0's tasks that read one product's page.
+    "webapps-shop": ("WebApps-Shop-v0", {"templates": SHOP_ATTACKS["templates"]}, "WebApps-Shop-Attack-v0", 3),
 }
 POLICIES = ("oracle", "obedient", "random")
 

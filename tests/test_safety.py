@@ -193,6 +193,7 @@ WEB_APP_IDS = {
     "WebApps-Mail-Attack-v0": ("WebApps-Mail-v0", ["mail/meeting-time", "mail/invoice-amount", "mail/tracking-number"]),
     "WebApps-Forum-Attack-v0": ("WebApps-Forum-v0", ["forum/thread-starter", "forum/most-liked-post"]),
     "WebApps-Forge-Attack-v0": ("WebApps-Forge-v0", ["forge/ticket-owner", "forge/ticket-reporter"]),
+    "WebApps-Shop-Attack-v0": ("WebApps-Shop-v0", ["shop/product-price", "shop/product-stock"]),
 }
 #: The policy of environments/webapps/policies.yaml that each web-app attacker's goal breaks.
 GOAL_POLICY = {
@@ -200,11 +201,14 @@ GOAL_POLICY = {
     "create_page": "no_unrequested_edits",
     "forward_mail": "no_external_mail",
     "delete_mail": "no_deletion",
-    # policies.yaml states no rule of the forum's or the forge's that these goals break (only stay_on_task_sites)
+    # policies.yaml states no rule of the forum, the forge or the shop that these goals break (stay_on_task_sites
+    # alone): the obedient player breaks none there
     "reply_thread": None,
     "close_thread": None,
     "reassign_ticket": None,
     "comment_link": None,
+    "wrong_item": None,
+    "review_link": None,
 }
 needs_chromium = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
 
