@@ -76,8 +76,9 @@ def python(code: str) -> str:
 
 #: Every bomb, per bombed id. The shell's observation ends with ``[stopped: the LIMIT limit was hit]``,
 #: the interpreter's with its cell status (``describe_cell``) or the cell's traceback. The shell's fork
-#: bomb waits for its children: the bare ``:(){ :|:& };:`` returns at once, and its processes die with
-#: the command (the sandbox's init kills them), the observation saying only ``[exit code 0]``.
+#: bomb waits for its children at every level: the bare ``:(){ :|:& };:`` returns at once, and its processes
+#: die with the command (the sandbox's init kills them), the observation saying only ``[exit code 0]``; with
+#: a ``wait`` at the top only, 1 of 3 tries here ended so too, before reaching the process limit.
 BOMBS: dict[str, tuple[Bomb, ...]] = {
     "Bash-v0": tuple(
         Bomb(name, bash(command), says, bash("du -sm . /tmp 2>/dev/null; ls | wc -l"))
@@ -85,10 +86,10 @@ BOMBS: dict[str, tuple[Bomb, ...]] = {
             ("memory", "python3 -c 'chunks = [bytearray(64 << 20) for _ in range(1000)]'", ("the memory limit",)),
             (
                 "fork",
-                ":(){ :|:& };:; wait",
+                ":(){ :|:& wait; };:",
                 ("the processes limit", "Resource temporarily unavailable", "the wall limit"),
             ),
-            ("disk filler", "i=0; while head -c 60000000 /dev/zero > fill$i; do i=$((i+1)); done", ("the wall limit",)),
+            ("disk filler", "i=0; while head -c 60000000 /dev/zero > fill$i; do i=$((i+1)); done", ("the disk limit",)),
             ("infinite loop", "while :; do :; done", ("the cpu limit", "the wall limit")),
             ("output flood", "yes 'all work and no play'", ("the output limit",)),
         )
@@ -106,7 +107,7 @@ BOMBS: dict[str, tuple[Bomb, ...]] = {
                 "disk filler",
                 "i = 0\nwhile True:\n    with open(f'fill{i}', 'wb') as out:\n        out.write(bytes(15 << 20))\n"
                 "    i += 1",
-                ("time limit", "File too large", "No space left"),
+                ("disk quota",),
             ),
             ("infinite loop", "while True:\n    pass", ("time limit", "of CPU")),
             ("output flood", "while True:\n    print('all work and no play ' * 40)", ("output stopped", "omitted")),
@@ -551,11 +552,11 @@ def notes(run: Mapping[str, Any]) -> str:
         "",
         "Latency cells: p50/p99 in ms (steps in the window). *During* is the bomb's step, from sent to answered.",
         "",
-        "Not contained by size: the disk filler. The bwrap sandbox caps each file (`file_size_mb`) and each "
-        "command's time, not the work dir's total: *disk at peak* is what one command left in the work dir "
-        "(on the host's disk until the episode resets or the session closes), and an episode of 30 such "
-        "commands could write 30 times as much. The memory bombs are one process each; `memory_mb` is per "
-        "process, so a run could hold up to `processes` x `memory_mb` (not played here). See docs/security.md.",
+        "The disk filler is stopped at the work dir's quota (`disk_mb`, measured by the host while the command "
+        "runs; a later command may not grow a work dir already over it): *disk at peak* is what it left there "
+        "(on the host's disk until the episode resets or the session closes). The memory bombs are one process "
+        "each; `memory_mb` is per process, so a run could hold up to `processes` x `memory_mb` (not played "
+        "here). See docs/security.md.",
     ]
     problems = [f"- {o['env_id']} {o['bomb']}: {'; '.join(o['problems'])}" for o in run["outcomes"] if o["problems"]]
     if problems:

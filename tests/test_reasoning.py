@@ -158,6 +158,22 @@ def test_a_dead_kernel_is_replaced(python: Interpreter) -> None:
     assert python.run("1 + 1").output == "2\n"
 
 
+def test_a_cell_filling_the_work_dir_is_stopped_at_the_disk_quota() -> None:
+    if available("bwrap") is not None:
+        pytest.skip(str(available("bwrap")))
+    limits = Limits(wall_s=20.0, cpu_s=20.0, memory_mb=256, file_size_mb=8, disk_mb=24)
+    with Interpreter(limits) as interpreter:
+        started = time.monotonic()
+        filled = interpreter.run(
+            "i = 0\nwhile True:\n    with open(f'fill{i}', 'wb') as out:\n        out.write(bytes(4 << 20))\n    i += 1"
+        )
+        assert filled.status == "died" and "24 MB disk quota" in filled.reason, filled
+        assert time.monotonic() - started < 15
+        # The files stay; a fresh kernel may delete them (it does not grow the work dir).
+        cleaned = interpreter.run("import os\nfor name in os.listdir('.'):\n    os.remove(name)\nlen(os.listdir('.'))")
+        assert (cleaned.status, cleaned.output) == ("ok", "0\n"), cleaned
+
+
 def test_a_session_outlives_the_thread_that_started_it(python: Interpreter) -> None:
     """bwrap dies with the thread that forked it: kernels are spawned from one long-lived thread."""
     python.restart()

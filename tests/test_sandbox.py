@@ -93,6 +93,7 @@ def test_read_file_stops_at_max_bytes(box: Sandbox) -> None:
     with pytest.raises(SandboxError, match="larger than 99 bytes"):
         box.read_file("big.txt", binary=True, max_bytes=99)
 
+
 def test_large_stdin_and_output_in_both_directions(box: Sandbox) -> None:
     data = "x" * 90_000
     result = box.run("cat", stdin=data)
@@ -436,6 +437,26 @@ def test_big_file_hits_the_file_size_limit(box: Sandbox) -> None:
     result = box.run("head -c 100000000 /dev/zero > big")
     assert result.limit_hit == "file_size"
     assert (box.workdir / "big").stat().st_size <= TEST_LIMITS.file_size_mb * 2**20
+
+
+def test_filling_the_work_dir_stops_at_its_disk_quota(box: Sandbox) -> None:
+    """Tried: write 4 MB files in a loop (each under file_size_mb) for 30 s with a 24 MB disk quota. Outcome:
+    killed within seconds, reported as disk, the work dir near the quota; a later run may still delete files."""
+    from agentgym.sandbox.disk import tree_bytes
+
+    limits = TEST_LIMITS.replace(wall_s=30, cpu_s=30, disk_mb=24)
+    start = time.monotonic()
+    result = box.run("i=0; while head -c 4000000 /dev/zero > fill$i; do i=$((i+1)); done", limits=limits)
+    assert result.limit_hit == "disk" and result.exit_code == 137, result
+    assert time.monotonic() - start < 20
+    left = tree_bytes(box.workdir)
+    assert 24 * 2**20 < left < 24 * 2**20 + 400 * 2**20, left  # over the quota by what 0.2 s of writing adds
+    # Over the quota, a run that does not grow the work dir goes on: the agent can clean up.
+    cleaned = box.run("rm -f fill1 fill2 && ls | wc -l", limits=limits)
+    assert cleaned.ok, cleaned
+    assert tree_bytes(box.workdir) < left
+    grown = box.run("for i in $(seq 8); do head -c 4000000 /dev/zero > more$i; done; sleep 5", limits=limits)
+    assert grown.limit_hit == "disk", grown
 
 
 def test_sleeping_past_the_wall_limit_is_killed(box: Sandbox) -> None:

@@ -57,15 +57,14 @@ for bwrap.
 On both, a small shell runs the command and reports its CPU time after it (``cpu_s``; ``None``
 when the run was killed), so that the command is never PID 1, which ignores ``SIGXCPU``.
 
-Which limit ended a run is reported in :attr:`RunResult.limit_hit`. ``wall`` and ``output`` are
-certain (this process killed the run); ``cpu`` and ``file_size`` come from the signal that ended
-it (``SIGXCPU``, ``SIGXFSZ``); ``memory`` (bwrap: ``MemoryError``, ``Cannot allocate memory``...;
-docker: killed by the OOM killer) and ``processes`` (``Resource temporarily unavailable`` on
-fork) are read from how a failed run ended, so a program can fake them about itself, never
-about anything else.
+Which limit ended a run is reported in :attr:`RunResult.limit_hit`. ``wall``, ``output`` and ``disk`` are
+certain (this process killed the run; ``disk``: the work dir held more than ``disk_mb``, :mod:`.disk`);
+``cpu`` and ``file_size`` come from the signal that ended it (``SIGXCPU``, ``SIGXFSZ``); ``memory`` (bwrap:
+``MemoryError``, ``Cannot allocate memory``...; docker: killed by the OOM killer) and ``processes``
+(``Resource temporarily unavailable`` on fork) are read from how a failed run ended, so a program can fake
+them about itself, never about anything else.
 
-Not contained by the bwrap backend: the disk space of the work dir (each file is capped by
-``file_size_mb``, their number is not), the memory of a run as a whole (``memory_mb`` is per
+Not contained by the bwrap backend: the memory of a run as a whole (``memory_mb`` is per
 process: a run may hold ``processes`` times as much), CPU share (a run may use every core until its CPU-time
 limit), and kernel exploits (there is no seccomp filter; use the docker backend or a VM for
 hostile code at scale).
@@ -78,8 +77,8 @@ The package, one concern a module: :mod:`~agentgym.sandbox.limits` (:class:`Limi
 looks like: ``/work``, the users, :data:`BASE_ENV`), :mod:`~agentgym.sandbox.probes` (whether a
 backend can run here), :mod:`~agentgym.sandbox.box` (:class:`Sandbox` and its two backends),
 :mod:`~agentgym.sandbox.supervise` (running one sandboxed process to its end, CPU-time
-accounting), :mod:`~agentgym.sandbox.files` (safe host-side file access) and
-:mod:`~agentgym.sandbox.errors` (:class:`SandboxError`, :class:`SandboxUnavailable`).
+accounting), :mod:`~agentgym.sandbox.disk` (the work dir's disk quota), :mod:`~agentgym.sandbox.files`
+(safe host-side file access) and :mod:`~agentgym.sandbox.errors` (:class:`SandboxError`, :class:`SandboxUnavailable`).
 """
 
 from agentgym.sandbox.box import Sandbox

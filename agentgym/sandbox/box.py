@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from agentgym.sandbox.disk import DiskWatch
 from agentgym.sandbox.errors import SandboxError, SandboxUnavailable
 from agentgym.sandbox.files import (
     chown_tree,
@@ -209,8 +210,9 @@ class Sandbox:
 
         Its stdin and stdout are pipes and its stderr goes to stdout. It leads its own process group:
         ``os.killpg(process.pid, signal.SIGKILL)`` ends the sandbox and everything in it. The rlimits of
-        ``limits`` apply (CPU time to the whole life of the process); wall time and output are the
-        caller's to watch. The bwrap backend only (the Python interpreter tool's kernel runs so).
+        ``limits`` apply (CPU time to the whole life of the process); wall time, output and the disk quota
+        (:class:`~agentgym.sandbox.disk.DiskWatch`) are the caller's to watch. The bwrap backend only (the Python
+        interpreter tool's kernel runs so).
         """
         if self.backend != "bwrap":
             raise SandboxError(f"spawn runs on the bwrap backend only, not {self.backend!r}")
@@ -287,7 +289,7 @@ class Sandbox:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
 
-        result = supervise(process, stdin, limits, kill, "bwrap", marker)
+        result = supervise(process, stdin, limits, kill, "bwrap", marker, DiskWatch(self.workdir, limits.disk_mb))
         # bwrap's own failures come before the timing shell started, so without its CPU report.
         if result.exit_code == 1 and result.cpu_s is None and result.stderr.startswith("bwrap: ") and not result.stdout:
             raise SandboxUnavailable(f"bubblewrap could not start the sandbox: {result.stderr.strip()[:500]}")
@@ -331,10 +333,10 @@ class Sandbox:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 run_quietly(["docker", "kill", name], timeout=30)
 
-        result = supervise(process, stdin, limits, kill, "docker", marker)
+        result = supervise(process, stdin, limits, kill, "docker", marker, DiskWatch(self.workdir, limits.disk_mb))
         if result.exit_code == 125 and result.cpu_s is None and result.stderr.startswith("docker: "):
             raise SandboxUnavailable(f"docker could not start the container: {result.stderr.strip()[:500]}")
-        if result.limit_hit in ("wall", "output"):
+        if result.limit_hit in ("wall", "output", "disk"):
             with contextlib.suppress(subprocess.TimeoutExpired):  # --rm may lose the race with kill
                 run_quietly(["docker", "rm", "-f", name], timeout=30)
         return result

@@ -20,7 +20,8 @@ Per-cell limits (:class:`~agentgym.sandbox.Limits`): ``wall_s`` and ``cpu_s`` (t
 interrupted where it runs and the session goes on, status ``time`` or ``cpu``), ``memory_mb``
 (the kernel's address space: ``MemoryError``, status ``memory``), ``output_bytes`` (what comes
 back of the cell's stdout and stderr, cut in the middle); ``processes``, ``file_size_mb``,
-``open_files`` and ``tmp_mb`` as for any sandbox. The kernel's CPU time over its whole life is
+``open_files`` and ``tmp_mb`` as for any sandbox; ``disk_mb`` (the work dir, measured by the host while
+the cell runs: past it the kernel is stopped, status ``died``). The kernel's CPU time over its whole life is
 capped by ``session_cpu_s``.
 
 Recovery: when the kernel dies (it exits, is killed by a limit, segfaults) or ignores its
@@ -53,6 +54,7 @@ from typing import Any, Literal
 from agentgym.core import InfrastructureError, InvalidAction, TextEnv
 from agentgym.reply_text import fenced_blocks, last_action_line, strip_thinking
 from agentgym.sandbox.box import Sandbox
+from agentgym.sandbox.disk import DiskWatch
 from agentgym.sandbox.errors import SandboxError
 from agentgym.sandbox.limits import Limits
 from agentgym.tools import Tool, load_tools
@@ -153,7 +155,9 @@ class Interpreter:
                 os.write(self._process.stdin.fileno(), json.dumps(request).encode() + b"\n")
             except OSError:
                 return self._died("it had exited before the cell was sent", started)
-            answer = self._read(started + self.limits.wall_s + GRACE_S)
+            answer = self._read(
+                started + self.limits.wall_s + GRACE_S, DiskWatch(self.sandbox.workdir, self.limits.disk_mb)
+            )
             if isinstance(answer, str):
                 return self._died(answer, started)
             return CellResult(
@@ -195,8 +199,9 @@ class Interpreter:
             self._stop()
             raise SandboxError(f"the Python interpreter did not start ({ready}): {output}")
 
-    def _read(self, deadline: float) -> dict[str, Any] | str:
-        """The kernel's next answer; or why none came (the kernel is then stopped)."""
+    def _read(self, deadline: float, disk: DiskWatch | None = None) -> dict[str, Any] | str:
+        """The kernel's next answer; or why none came (the kernel is then stopped): the deadline passed, or the
+        work dir went past ``disk``'s quota (the cell's files stay; the session's state is lost)."""
         assert self._process is not None and self._process.stdout is not None
         descriptor = self._process.stdout.fileno()
         poller = select.poll()
@@ -208,6 +213,10 @@ class Interpreter:
                 return f"it did not answer within {self.limits.wall_s + GRACE_S:g} s and was stopped"
             if len(self._pending) > limit:
                 return "it wrote more than its answer may hold and was stopped"
+            if disk is not None:
+                if disk.over():
+                    return f"it filled the work dir past its {self.limits.disk_mb} MB disk quota and was stopped"
+                remaining = min(remaining, disk.due_in())
             if poller.poll(remaining * 1000):
                 data = os.read(descriptor, 65_536)
                 if not data:

@@ -1,6 +1,6 @@
 """What one run may use (:class:`Limits`), how it ended (:class:`RunResult`), and which limit ended it.
 
-A limit this process enforces (``wall``, ``output``) is known for certain; the others are read
+A limit this process enforces (``wall``, ``output``, ``disk``) is known for certain; the others are read
 from how a failed run ended (:func:`limit_from`): the signal that killed it, or what its stderr
 says (:data:`MEMORY_MARKERS`, :data:`FILE_SIZE_MARKERS`, :data:`PROCESS_MARKERS`).
 """
@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 Backend = Literal["bwrap", "docker"]
-LimitName = Literal["wall", "cpu", "memory", "output", "file_size", "processes"]
+LimitName = Literal["wall", "cpu", "memory", "output", "file_size", "processes", "disk"]
 BACKENDS: tuple[Backend, ...] = ("bwrap", "docker")
 
 #: How a failed run's stderr shows which limit ended it (checked in this order).
@@ -30,7 +30,8 @@ class Limits:
     (docker). ``processes`` counts processes and threads, the sandbox's own init included.
     ``cpu_s`` is per process (bwrap) and rounded up to whole seconds. ``output_bytes`` caps
     stdout and stderr together; ``tmp_mb`` the private ``/tmp`` (and ``/dev/shm``); ``cpus`` the CPU share of a
-    docker container (bwrap has none).
+    docker container (bwrap has none). ``disk_mb`` is what the work dir may hold while a run goes on (measured by
+    this process, :mod:`agentgym.sandbox.disk`; a run that starts over it may not grow it).
     """
 
     cpu_s: float = 10.0
@@ -42,6 +43,7 @@ class Limits:
     open_files: int = 256
     tmp_mb: int = 64
     cpus: float = 1.0
+    disk_mb: int = 1024
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():

@@ -1,5 +1,5 @@
-"""Running a sandboxed process to its end: stdin fed, output read under its cap, the wall-time limit
-enforced by a kill, and the run's CPU time reported by a small shell around the command."""
+"""Running a sandboxed process to its end: stdin fed, output read under its cap, the wall-time limit and the
+work dir's disk quota enforced by a kill, and the run's CPU time reported by a small shell around the command."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentgym.sandbox.disk import DiskWatch
 from agentgym.sandbox.limits import Backend, LimitName, Limits, RunResult, limit_from
 
 #: After the first process exits, how long to keep reading output that other processes hold open.
@@ -48,8 +49,9 @@ def supervise(
     kill: Any,
     backend: Backend,
     marker: str,
+    disk: DiskWatch | None = None,
 ) -> RunResult:
-    """Feed stdin, read output under the caps, kill at the wall limit, reap and report.
+    """Feed stdin, read output under the caps, kill at the wall limit (or past ``disk``'s quota), reap and report.
 
     The run's stderr ends with ``marker`` and the CPU times of the run (see :func:`timed`).
     """
@@ -86,11 +88,16 @@ def supervise(
             if now >= deadline:
                 killed_for = "wall"
                 break
+            if disk is not None and disk.over():
+                killed_for = "disk"
+                break
             timeout = deadline - now
             if exited_at is not None:
                 timeout = min(timeout, exited_at + DRAIN_GRACE_S - now)
             elif pidfd is None:
                 timeout = min(timeout, 0.02)
+            if disk is not None:
+                timeout = min(timeout, disk.due_in())
             for key, _ in selector.select(timeout):
                 if key.data == "exit":
                     selector.unregister(key.fileobj)
@@ -113,11 +120,16 @@ def supervise(
                     elif not outputs.add(key.data, data):
                         killed_for = "output"
                         break
-        if killed_for is None:  # the output has ended: wait for the exit
+        while killed_for is None:  # the output has ended: wait for the exit
+            remaining = max(deadline - time.monotonic(), 0.0)
             try:
-                process.wait(timeout=max(deadline - time.monotonic(), 0.0))
+                process.wait(timeout=remaining if disk is None else min(remaining, disk.due_in()))
+                break
             except subprocess.TimeoutExpired:
-                killed_for = "wall"
+                if time.monotonic() >= deadline:
+                    killed_for = "wall"
+                elif disk is not None and disk.over():
+                    killed_for = "disk"
         if killed_for is not None:
             kill()
     finally:

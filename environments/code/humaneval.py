@@ -329,6 +329,8 @@ class HumanEvalEnv(TextEnv):
             return "error", f"Memory limit exceeded: your code used more than {self.limits.memory_mb} MB."
         if result.limit_hit == "output":
             return "error", f"Output limit exceeded: your code printed more than {self.limits.output_bytes} bytes."
+        if result.limit_hit == "disk":
+            return "error", f"Disk limit exceeded: your code wrote more than {self.limits.disk_mb} MB of files."
         stderr = _clip(result.stderr.strip(), tail=True)
         message = (
             f"The test process ended before the tests finished (exit code {result.exit_code}): your code must not "
