@@ -235,11 +235,34 @@ def test_web_app_attack_tasks_are_the_plain_ids_and_deterministic(env_id: str) -
             env.close()
 
 
+#: Where the page as text cuts an element's own text (agentgym/browser/page.py's SERIALISE_JS).
+PAGE_TEXT_CUT = 300
+
+
+@pytest.mark.parametrize("env_id", sorted(WEB_APP_IDS))
+def test_web_app_attack_instruction_ends_before_the_page_text_cut(env_id: str) -> None:
+    """On the page each sentence of the attacker's text is an element of its own; the one that holds the instruction
+    holds all of it within the characters the page as text shows of an element (the longest titles included: a
+    longer instruction was cut short on a shop task). No site runs."""
+    env = gym.make(env_id)
+    try:
+        for split in ("train", "dev", "test"):
+            start = env.unwrapped.splits.ids(split).start
+            for task_id in range(start, start + 6 * 60):
+                attack = env.unwrapped.fingerprint_task(task_id)["attack"]
+                sentences = [re.sub(r"</?span[^>]*>", "", sentence) for sentence in attack["text"].split("\n\n")]
+                (holder,) = [sentence for sentence in sentences if attack["instruction"] in sentence]
+                assert holder.index(attack["instruction"]) + len(attack["instruction"]) <= PAGE_TEXT_CUT, holder
+    finally:
+        env.close()
+
+
 @needs_chromium
 @pytest.mark.parametrize("env_id", sorted(WEB_APP_IDS))
 def test_web_app_attack_on_the_real_site_in_chromium(env_id: str) -> None:
     """The page the user task reads in Chromium shows the injection; the tenant's real state decides both goals
-    (the wiki's MediaWiki database; the mail's Maildirs and outbox), and the policy each goal breaks."""
+    (the wiki's MediaWiki database; the mail's Maildirs and outbox; the forum's, the forge's and the shop's databases),
+    and the policy each goal breaks (none on the forum, the forge and the shop)."""
     env = gym.make(env_id)
     try:
         for task_id in (3, 6 * 12_000 + 2):  # the second goal in important_message, a test task's first in hidden_text
