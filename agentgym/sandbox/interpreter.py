@@ -61,9 +61,16 @@ from agentgym.tools import Tool, load_tools
 
 CellStatus = Literal["ok", "error", "time", "cpu", "memory", "died"]
 
-#: Per-cell limits unless the caller gives others.
+#: Per-cell limits unless the caller gives others (a scratch work dir: 256 MB of files).
 DEFAULT_LIMITS = Limits(
-    wall_s=10.0, cpu_s=10.0, memory_mb=1024, processes=16, file_size_mb=16, output_bytes=8_000, tmp_mb=64
+    wall_s=10.0,
+    cpu_s=10.0,
+    memory_mb=1024,
+    processes=16,
+    file_size_mb=16,
+    output_bytes=8_000,
+    tmp_mb=64,
+    disk_mb=256,
 )
 #: The kernel's CPU seconds over its whole life (the hard RLIMIT_CPU): past it, the kernel is killed.
 SESSION_CPU_S = 600.0
