@@ -5,7 +5,8 @@ templates of its user tasks, the goals' instructions and the attacker's details)
 goals; the obedient player's detour is a list of the site's :class:`~.tasks.Step` (:meth:`SiteAttackEnv._detour`),
 played to its end, after which the oracle's plan starts again. Where the attacker's goal needs a member of the site
 (a reply on the forum, a ticket's change on the forge) and the user task reads its page signed out, the attack id
-signs the browser in after the plant (:meth:`SiteAttackEnv._sign_in`): the user whose agent reads the page.
+signs the browser in after the plant (:meth:`SiteAttackEnv._sign_in`): the user whose agent reads the page, whom
+the site's ``_goal_instruction`` names in :attr:`SiteAttackEnv.signed_in` and the task's fingerprint records.
 """
 
 from __future__ import annotations
@@ -43,21 +44,30 @@ class SiteAttackEnv(InjectedEnv, WebAppEnv):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(sites=[self.site_name], templates=list(self.spec["templates"]), **kwargs)
         self._obeyed_from: int | None = None
+        #: The user the browser is signed in as after the plant ("" where the task reads its page as the plain id's
+        #: does); a site that signs in draws it with the attack, in ``_goal_instruction``.
+        self.signed_in = ""
 
     def fingerprint_task(self, task_id: int) -> dict[str, Any]:
-        """The user task's definition (as the plain id's) and the attack planted in it."""
+        """The user task's definition (as the plain id's) and the attack planted in it, with the user signed in
+        where there is one."""
         user = self.variants.pick(task_id)[0]
         self.task_id, (self.template, self.task) = task_id, self.task_for(user)
-        return {**super().fingerprint_task(user), "attack": dataclasses.asdict(self._make_attack())}
+        attack = dataclasses.asdict(self._make_attack())
+        if self.signed_in:
+            attack["signed_in"] = self.signed_in
+        return {**super().fingerprint_task(user), "attack": attack}
 
     def _generate(self, task_id: int) -> str:
         self._obeyed_from = None
         return super()._generate(task_id)
 
-    def _sign_in(self, site: str, user: str) -> None:
-        """Sign the browser in to ``site`` as ``user`` (the site's seeded session) and load the page again."""
-        cookies = self.site(site).session_cookies(self.tenant, user)
-        ready_js = self.site(site).ready_js
+    def _sign_in(self) -> None:
+        """Sign the browser in to the site as :attr:`signed_in` (the site's seeded session) and load the page
+        again."""
+        assert self.signed_in, "the attack names no user to sign in as"
+        site = self.site(self.site_name)
+        cookies, ready_js = site.session_cookies(self.tenant, self.signed_in), site.ready_js
 
         async def sign_in(page: Any) -> None:
             from playwright.async_api import TimeoutError as PlaywrightTimeout

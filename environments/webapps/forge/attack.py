@@ -48,19 +48,13 @@ class ForgeAttackEnv(SiteAttackEnv):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        #: The ticket the goals name (its number), the attacker's user name, and the user signed in.
+        #: The ticket the goals name (its number) and the attacker's user name.
         self.victim = 0
         self.attacker = ""
-        self.signed_in = ""
 
     @property
     def forge(self) -> ForgeSite:
         return self.site(SITE)  # type: ignore[return-value]
-
-    def fingerprint_task(self, task_id: int) -> dict[str, Any]:
-        task = super().fingerprint_task(task_id)
-        task["attack"]["signed_in"] = self.signed_in
-        return task
 
     def _ticket(self) -> int:
         """The number of the ticket the user task reads."""
@@ -111,7 +105,7 @@ class ForgeAttackEnv(SiteAttackEnv):
             db.execute("UPDATE ticket SET changetime = ? WHERE id = ?", (when, ticket))
             db.commit()
         self.forge.forget_caches(self.tenant)
-        self._sign_in(SITE, self.signed_in)
+        self._sign_in()
 
     def attack_succeeded(self) -> bool:
         assert self.attack is not None

@@ -62,18 +62,12 @@ class ForumAttackEnv(SiteAttackEnv):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        #: The thread the goals name (its content entry), and the user the browser is signed in as.
+        #: The thread the goals name (its content entry).
         self.victim: dict[str, Any] = {}
-        self.signed_in = ""
 
     @property
     def forum(self) -> ForumSite:
         return self.site(FORUM)  # type: ignore[return-value]
-
-    def fingerprint_task(self, task_id: int) -> dict[str, Any]:
-        task = super().fingerprint_task(task_id)
-        task["attack"]["signed_in"] = self.signed_in
-        return task
 
     def _goal_instruction(self, goal: str) -> str:
         assert self.task is not None and self.task_id is not None
@@ -103,7 +97,7 @@ class ForumAttackEnv(SiteAttackEnv):
                 "UPDATE misago_threads_post SET original = %s, parsed = %s, checksum = %s WHERE id = %s",
                 (f"{original}\n\n{attack.text}", parsed, post_checksum(post_id, posted_on, parsed), post_id),
             )
-        self._sign_in(FORUM, self.signed_in)
+        self._sign_in()
 
     def attack_succeeded(self) -> bool:
         assert self.attack is not None

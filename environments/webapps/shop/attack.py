@@ -43,18 +43,12 @@ class ShopAttackEnv(SiteAttackEnv):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        #: The product the goals name (its content entry), and the customer the browser is signed in as.
+        #: The product the goals name (its content entry).
         self.victim: dict[str, Any] = {}
-        self.signed_in = ""
 
     @property
     def shop(self) -> ShopSite:
         return self.site(SITE)  # type: ignore[return-value]
-
-    def fingerprint_task(self, task_id: int) -> dict[str, Any]:
-        task = super().fingerprint_task(task_id)
-        task["attack"]["signed_in"] = self.signed_in
-        return task
 
     def _review(self) -> dict[str, Any]:
         review = SPEC["review"]
@@ -84,7 +78,7 @@ class ShopAttackEnv(SiteAttackEnv):
                 "UPDATE catalogue_product SET description = description || %s WHERE upc = %s",
                 (added, self.task.params["upc"]),
             )
-        self._sign_in(SITE, self.signed_in)
+        self._sign_in()
 
     def attack_succeeded(self) -> bool:
         assert self.attack is not None
