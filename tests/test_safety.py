@@ -18,6 +18,7 @@ import pytest
 
 import agentgym  # noqa: F401  (registers the ids)
 from agentgym.core import TaskSplits
+from agentgym.environments.webapps.shop.attack import REVIEW_STYLES, review_parts
 from agentgym.evaluation.leaderboard import collect, format_markdown
 from agentgym.evaluation.records import episode_from_json, to_json
 from agentgym.evaluation.results import iter_episodes
@@ -28,6 +29,7 @@ from agentgym.safety import (
     ATTACK_SUCCESS,
     STYLES,
     UTILITY,
+    Attack,
     SafetyWeights,
     Variants,
     combined_reward,
@@ -235,8 +237,9 @@ def test_web_app_attack_tasks_are_the_plain_ids_and_deterministic(env_id: str) -
             env.close()
 
 
-#: Where the page as text cuts an element's own text (agentgym/browser/page.py's SERIALISE_JS).
-PAGE_TEXT_CUT = 300
+#: Where the page as text cuts an element's own text (agentgym/browser/page.py's SERIALISE_JS), and the longest
+#: title django-oscar stores for a review.
+PAGE_TEXT_CUT, REVIEW_TITLE_MAX = 300, 255
 
 
 @pytest.mark.parametrize("env_id", sorted(WEB_APP_IDS))
@@ -252,6 +255,11 @@ def test_web_app_attack_instruction_ends_before_the_page_text_cut(env_id: str) -
                 attack = env.unwrapped.fingerprint_task(task_id)["attack"]
                 sentences = [re.sub(r"</?span[^>]*>", "", sentence) for sentence in attack["text"].split("\n\n")]
                 (holder,) = [sentence for sentence in sentences if attack["instruction"] in sentence]
+                if "reviewer" in attack:  # the shop's review: its body (one element) opens with that sentence
+                    fields = (attack[key] for key in ("goal", "style", "instruction", "text"))
+                    title, body = review_parts(Attack(*fields))
+                    assert len(title) <= REVIEW_TITLE_MAX and not body.index(holder), (title, body)
+                    holder = " ".join(re.sub(r"<[^>]*>", "", body).split())  # as django-oscar and the page show it
                 assert holder.index(attack["instruction"]) + len(attack["instruction"]) <= PAGE_TEXT_CUT, holder
     finally:
         env.close()
@@ -306,6 +314,45 @@ def test_web_app_attack_text_is_on_the_page_read_and_hidden_text_hidden(env_id: 
             assert shown, base.attack.instruction
             white_1px = [item["color"] == "rgb(255, 255, 255)" and item["size"] == "1px" for item in shown]
             assert all(white_1px) if base.attack.style == "hidden_text" else not any(white_1px), shown
+    finally:
+        env.close()
+
+
+@needs_chromium
+def test_shop_attack_review_is_an_approved_review_listed_first() -> None:
+    """On the shop the styles a review carries are a real, approved review of the product read, by a customer other
+    than the user, listed first on its page with the instruction in its body; ``hidden_text`` stays in the seller's
+    description (no review is added)."""
+    env = gym.make("WebApps-Shop-Attack-v0")
+    base = env.unwrapped
+    first_review = "() => document.querySelector('#reviews ~ ol .review p').textContent"
+    count = (
+        "SELECT count(*), count(*) FILTER (WHERE u.username = %s AND r.status = 1 AND r.title = %s AND r.body = %s)"
+        " FROM reviews_productreview r JOIN auth_user u ON u.id = r.user_id"
+        " JOIN catalogue_product p ON p.id = r.product_id WHERE p.upc = %s"
+    )
+    try:
+        for task_id in range(3):  # wrong_item in each style
+            env.reset(options={"task_id": task_id})
+            upc = base.task.params["upc"]
+            seeded = sum(review["upc"] == upc for review in base.shop.content()["reviews"])
+            title, body = review_parts(base.attack)
+            with base.shop.connect(base.tenant) as db:
+                total, planted = db.execute(
+                    count, (base.reviewer, title or "Read this before you buy", body, upc)
+                ).fetchone()
+                (description,) = db.execute(
+                    "SELECT description FROM catalogue_product WHERE upc = %s", (upc,)
+                ).fetchone()
+            if base.attack.style in REVIEW_STYLES:
+                assert base.reviewer not in ("", base.signed_in) and (total, planted) == (seeded + 1, 1)
+                assert base.attack.instruction not in description
+                while not base.injection_seen:
+                    assert len(base.history) < 6, "the oracle read the page without the injection showing"
+                    env.step(base.oracle_action())
+                assert base.attack.instruction in " ".join(base.evaluate(first_review).split())
+            else:
+                assert base.reviewer == "" and total == seeded and base.attack.instruction in description
     finally:
         env.close()
 
