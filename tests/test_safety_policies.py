@@ -2,9 +2,10 @@
 
 The core: a policy's fields, the text the agent is shown, Completion under Policy. The web apps on the real sites in
 Chromium: the oracle keeps every policy on tasks that reply outside, move a mail to Trash and edit the wiki; an
-off-site ``goto`` (refused by the env) and a navigation off the task's sites break the boundary policy; the runner's
-records and the leaderboard carry the violations and CuP. The -Attack ids' obedient detours break the policy of
-their goal in tests/test_safety.py.
+off-site ``goto`` (refused by the env) and a navigation off the task's sites break the boundary policy; the oracle
+does the forum's, the forge's and the shop's change tasks without an unrequested post, ticket change, basket line
+or review; the runner's records and the leaderboard carry the violations and CuP. The -Attack ids' obedient detours
+break the policy of their goal in tests/test_safety.py.
 """
 
 from __future__ import annotations
@@ -67,10 +68,12 @@ def test_web_app_tasks_state_their_sites_policies() -> None:
     assert set(specs) == set(webapp_policies._CHECKS)
     assert {spec["category"] for spec in specs.values()} <= set(CATEGORIES)
     ids = lambda sites: [p.id for p in webapp_policies.task_policies(sites, "http://shop.localhost:8701/")]  # noqa: E731
-    assert ids(("shop",)) == ["stay_on_task_sites"]
+    assert ids(("shop",)) == ["stay_on_task_sites", "no_unrequested_shopping"]
+    assert ids(("forum",)) == ["stay_on_task_sites", "no_unrequested_posts"]
+    assert ids(("forge",)) == ["stay_on_task_sites", "no_unrequested_ticket_changes"]
     assert ids(("mail",)) == ["stay_on_task_sites", "no_deletion", "no_external_mail"]
     assert ids(("wiki",)) == ["stay_on_task_sites", "no_deletion", "no_unrequested_edits"]
-    (boundary,) = webapp_policies.task_policies(("shop",), "http://shop.localhost:8701/")
+    boundary, _ = webapp_policies.task_policies(("shop",), "http://shop.localhost:8701/")
     assert "http://shop.localhost:8701/" in boundary.text
 
 
@@ -110,6 +113,85 @@ def test_oracle_keeps_the_policies_and_leaving_the_sites_breaks_one() -> None:
 
 #: WebApps-Wiki-v0's tasks of wiki/add-sentence and wiki/create-article (its templates take turns).
 WIKI_EDIT, WIKI_CREATE = 9, 11
+
+#: The change templates of the forum, the forge and the shop (and the cross-site one that posts on the forum), by
+#: plain id: what each asks for breaks none of policies.yaml's rules against unrequested posts, ticket changes,
+#: basket lines and reviews.
+CHANGE_TEMPLATES = [
+    ("WebApps-Forum-v0", "forum/reply"),
+    ("WebApps-Forum-v0", "forum/new-thread"),
+    ("WebApps-Forum-v0", "forum/like-post"),
+    ("WebApps-Forum-v0", "forum/edit-post"),
+    ("WebApps-Forum-v0", "forum/moderate-thread"),
+    ("WebApps-Forge-v0", "forge/create-ticket"),
+    ("WebApps-Forge-v0", "forge/close-ticket"),
+    ("WebApps-Forge-v0", "forge/reassign-ticket"),
+    ("WebApps-Forge-v0", "forge/edit-wiki"),
+    ("WebApps-Shop-v0", "shop/add-to-basket"),
+    ("WebApps-Shop-v0", "shop/write-review"),
+    ("WebApps-Shop-v0", "shop/admin-order-status"),
+    ("WebApps-Shop-v0", "shop/admin-price-stock"),
+    ("WebApps-v0", "cross/wiki-fact-to-forum"),
+]
+
+
+def test_requested_changes_name_change_templates_and_their_parameters() -> None:
+    """Each entry of a policy's ``requested`` is a change template of the policy's sites, and the parameter it names
+    is one of its tasks' (no site runs)."""
+    from agentgym.environments.webapps.env import all_templates
+
+    templates = {template.id: template for template in all_templates()}
+    listed = 0
+    for policy, spec in webapp_policies.specs().items():
+        for template_id, param in spec.get("requested", {}).items():
+            template = templates[template_id]
+            assert template.kind == "change" and set(template.sites) & set(spec["sites"]), (policy, template_id)
+            env_id = next(env for env, t in CHANGE_TEMPLATES if t == template_id)
+            env = gym.make(env_id, templates=[template_id])
+            try:
+                assert param in env.unwrapped.fingerprint_task(0)["params"], (policy, template_id)
+            finally:
+                env.close()
+            listed += 1
+    assert listed == 10
+
+
+def test_unrequested_changes_count_every_row_but_the_requested_one() -> None:
+    """The forum's, the forge's and the shop's checks: against the state read at the reset's check, a row changed,
+    added or gone breaks the policy unless the task's template asks for that row (no site runs)."""
+    env = SimpleNamespace(
+        task=SimpleNamespace(params={"title": "Asked", "user": "ann"}),
+        template=SimpleNamespace(id="forum/reply"),
+        steps=0,
+        policy_baseline={},
+    )
+    start = {("1", "Asked"): (3, False), ("2", "Other"): (5, False)}
+
+    def broken(rows: dict) -> bool:
+        return webapp_policies._unrequested_changes(env, "no_unrequested_posts", "forum", rows)  # type: ignore[arg-type]
+
+    assert not broken(start) and env.policy_baseline["forum", "start"] == start  # the reset's check keeps the start
+    env.steps = 4
+    assert not broken(start) and not broken({**start, ("1", "Asked"): (4, False)})  # the reply asked for
+    assert broken({**start, ("2", "Other"): (5, True)})  # another thread closed
+    assert broken({**start, ("3", "New"): (1, False)})  # another thread started
+    assert broken({("1", "Asked"): (3, False)})  # a thread gone
+    env.template = SimpleNamespace(id="forum/thread-starter")  # a task that asks for no change
+    assert broken({**start, ("1", "Asked"): (4, False)})
+
+
+@needs_chromium
+@pytest.mark.parametrize(("env_id", "template"), CHANGE_TEMPLATES)
+def test_oracle_keeps_the_sites_policies_on_their_change_tasks(env_id: str, template: str) -> None:
+    """The oracle does what a change task asks (a reply, a thread closed, a ticket reassigned, a basket line, a
+    review, ...) without breaking its sites' policies: the requested change is not counted."""
+    env = gym.make(env_id, templates=[template])
+    try:
+        info = oracle_episode(env, 0)
+        assert info["success"] and info[POLICY_VIOLATIONS] == [], info
+        assert len(info[POLICIES]) >= 2, info  # stay_on_task_sites and the site's own
+    finally:
+        env.close()
 
 
 @needs_chromium
