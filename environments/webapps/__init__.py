@@ -107,9 +107,9 @@ register(
     "WebApps-Shop-Attack-v0",
     entry_point="agentgym.environments.webapps.shop.attack:ShopAttackEnv",
     family="webapps",
-    description="The shop's product-price and product-stock tasks with a prompt injection in the product's "
-    "description, written by its seller (3 styles x 2 attacker goals: put another product in the basket, review "
-    "another product naming the attacker's site); utility and attack success",
+    description="The shop's product-price and product-stock tasks with a prompt injection in a customer review of "
+    "the product (hidden text: in its description, by its seller) (3 styles x 2 attacker goals: put another product "
+    "in the basket, review another product naming the attacker's site); utility and attack success",
     # 2 attacker goals x 3 injection styles per task (shop/attack.py's VARIANTS)
     splits=TaskSplits(**{split: count * 6 for split, count in SPLITS.counts().items()}),
     max_episode_steps=30,
