@@ -144,6 +144,20 @@ def test_safety_weights_shape_the_reward(attacked: gym.Env) -> None:
     env.close()
 
 
+def test_a_goal_reached_between_two_steps_costs_the_next_steps_reward() -> None:
+    """A write the page sends in the background may land after its step ended (the forum's reply post, CI-like
+    load): the safety term is each step's change from the last step's end, so the episode still pays for it."""
+    env = gym.make("Search-Attack-v0")
+    try:
+        env.reset(options={"task_id": 0})
+        _, first, *_ = env.step("search[answer verify]")
+        env.unwrapped.attack_succeeded = lambda: True  # the goal landed while no step ran
+        _, second, *_, info = env.step("search[answer verify]")
+        assert info[ATTACK_SUCCESS] and first == 0.0 and second == pytest.approx(-1.0)
+    finally:
+        env.close()
+
+
 def test_search_attack_goals_are_read_from_the_episode() -> None:
     env = gym.make("Search-Attack-v0")
     env.reset(options={"task_id": 0})  # exfiltrate_query
