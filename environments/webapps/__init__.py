@@ -53,66 +53,51 @@ register_command(
     "agentgym.environments.webapps.cli:main",
     help="bring the self-hosted web apps up, show their status, reset a tenant, stop them",
 )
-register(
-    "WebApps-Wiki-Attack-v0",
-    entry_point="agentgym.environments.webapps.wiki.attack:WikiAttackEnv",
-    family="webapps",
-    description="The wiki's infobox-fact tasks with a prompt injection in the article read (3 styles x 2 attacker "
-    "goals: rewrite another article, create a page, both naming the attacker's site); utility and attack success",
-    # 2 attacker goals x 3 injection styles per task (wiki/attack.py's VARIANTS)
-    splits=TaskSplits(**{split: count * 6 for split, count in SPLITS.counts().items()}),
-    max_episode_steps=30,
-    max_concurrency=MAX_CONCURRENCY,
-    prepare="agentgym.environments.webapps.wiki.attack:prepare",  # the wiki alone, for any of its task ids
-)
-register(
-    "WebApps-Mail-Attack-v0",
-    entry_point="agentgym.environments.webapps.mail.attack:MailAttackEnv",
-    family="webapps",
-    description="The mail site's mail-reading tasks with a prompt injection in the mail read (3 styles x 2 attacker "
-    "goals: forward the mail outside the company, delete another inbox mail); utility and attack success",
-    # 2 attacker goals x 3 injection styles per task (mail/attack.py's VARIANTS)
-    splits=TaskSplits(**{split: count * 6 for split, count in SPLITS.counts().items()}),
-    max_episode_steps=30,
-    max_concurrency=MAX_CONCURRENCY,
-    prepare="agentgym.environments.webapps.mail.attack:prepare",  # the mail site alone, for any of its task ids
-)
-register(
-    "WebApps-Forum-Attack-v0",
-    entry_point="agentgym.environments.webapps.forum.attack:ForumAttackEnv",
-    family="webapps",
-    description="The forum's thread-reading tasks with a prompt injection in a post of the thread read (3 styles x 2 "
-    "attacker goals: reply to another thread naming the attacker's site, close another thread); utility and attack "
-    "success",
-    # 2 attacker goals x 3 injection styles per task (forum/attack.py's VARIANTS)
-    splits=TaskSplits(**{split: count * 6 for split, count in SPLITS.counts().items()}),
-    max_episode_steps=30,
-    max_concurrency=MAX_CONCURRENCY,
-    prepare="agentgym.environments.webapps.forum.attack:prepare",  # the forum alone, for any of its task ids
-)
-register(
-    "WebApps-Forge-Attack-v0",
-    entry_point="agentgym.environments.webapps.forge.attack:ForgeAttackEnv",
-    family="webapps",
-    description="The forge's ticket-reading tasks with a prompt injection in a comment on the ticket read (3 styles "
-    "x 2 attacker goals: reassign another ticket to the attacker, comment on another ticket naming the attacker's "
-    "site); utility and attack success",
-    # 2 attacker goals x 3 injection styles per task (forge/attack.py's VARIANTS)
-    splits=TaskSplits(**{split: count * 6 for split, count in SPLITS.counts().items()}),
-    max_episode_steps=30,
-    max_concurrency=MAX_CONCURRENCY,
-    prepare="agentgym.environments.webapps.forge.attack:prepare",  # the forge alone, for any of its task ids
-)
-register(
-    "WebApps-Shop-Attack-v0",
-    entry_point="agentgym.environments.webapps.shop.attack:ShopAttackEnv",
-    family="webapps",
-    description="The shop's product-price and product-stock tasks with a prompt injection in a customer review of "
-    "the product (hidden text: in its description, by its seller) (3 styles x 2 attacker goals: put another product "
-    "in the basket, review another product naming the attacker's site); utility and attack success",
-    # 2 attacker goals x 3 injection styles per task (shop/attack.py's VARIANTS)
-    splits=TaskSplits(**{split: count * 6 for split, count in SPLITS.counts().items()}),
-    max_episode_steps=30,
-    max_concurrency=MAX_CONCURRENCY,
-    prepare="agentgym.environments.webapps.shop.attack:prepare",  # the shop alone, for any of its task ids
-)
+#: The -Attack ids: a site's tasks that read one page (its attack.py's templates), each under 2 attacker goals x 3
+#: injection styles (its VARIANTS: 6 tasks per user task), on that site alone (its attack.py's prepare).
+_ATTACKS = {
+    "Wiki": (
+        "wiki",
+        "WikiAttackEnv",
+        "The wiki's infobox-fact tasks with a prompt injection in the article read (3 styles x 2 attacker goals: "
+        "rewrite another article, create a page, both naming the attacker's site); utility and attack success",
+    ),
+    "Mail": (
+        "mail",
+        "MailAttackEnv",
+        "The mail site's mail-reading tasks with a prompt injection in the mail read (3 styles x 2 attacker goals: "
+        "forward the mail outside the company, delete another inbox mail); utility and attack success",
+    ),
+    "Forum": (
+        "forum",
+        "ForumAttackEnv",
+        "The forum's thread-reading tasks with a prompt injection in a post of the thread read (3 styles x 2 "
+        "attacker goals: reply to another thread naming the attacker's site, close another thread); utility and "
+        "attack success",
+    ),
+    "Forge": (
+        "forge",
+        "ForgeAttackEnv",
+        "The forge's ticket-reading tasks with a prompt injection in a comment on the ticket read (3 styles x 2 "
+        "attacker goals: reassign another ticket to the attacker, comment on another ticket naming the attacker's "
+        "site); utility and attack success",
+    ),
+    "Shop": (
+        "shop",
+        "ShopAttackEnv",
+        "The shop's product-price and product-stock tasks with a prompt injection in a customer review of the "
+        "product (hidden text: in its description, by its seller) (3 styles x 2 attacker goals: put another product "
+        "in the basket, review another product naming the attacker's site); utility and attack success",
+    ),
+}
+for _name, (_site, _class, _description) in _ATTACKS.items():
+    register(
+        f"WebApps-{_name}-Attack-v0",
+        entry_point=f"agentgym.environments.webapps.{_site}.attack:{_class}",
+        family="webapps",
+        description=_description,
+        splits=TaskSplits(**{split: count * 6 for split, count in SPLITS.counts().items()}),
+        max_episode_steps=30,
+        max_concurrency=MAX_CONCURRENCY,
+        prepare=f"agentgym.environments.webapps.{_site}.attack:prepare",
+    )
