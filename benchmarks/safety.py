@@ -10,7 +10,8 @@ was reached, also per style). Errored episodes are counted and left out of the m
 ``python benchmarks/safety.py [--policy SPEC ...] [--families search webshop desktop webapps webapps-mail
 webapps-forum webapps-forge webapps-shop] [--users FAMILY=U ...]`` writes benchmarks/results/safety.{json,md}; rows
 of (family, policy) pairs it did not run are kept from the file, so a model's row can be added later to the scripted
-baselines' table.
+baselines' table. A model's row (``--policy hf:smollm2``) takes ``--max-turns`` and ``--max-tokens`` to fit a CPU;
+the row records its turn limit.
 """
 
 from __future__ import annotations
@@ -55,16 +56,19 @@ FAMILIES: dict[str, tuple[str, dict[str, Any], str, int]] = {
 POLICIES = ("oracle", "obedient", "random")
 
 
-def items(family: str, users: int) -> list[EvalItem]:
-    """The plain id on the first ``users`` test tasks, and the -Attack id on the same user tasks' variants."""
+def items(family: str, users: int, max_turns: int | None = None) -> list[EvalItem]:
+    """The plain id on the first ``users`` test tasks, and the -Attack id on the same user tasks' variants (each
+    episode cut at ``max_turns`` turns, if given)."""
     plain, kwargs, attacked, _ = FAMILIES[family]
     first = env_info(plain).splits.ids("test").start
     start = env_info(attacked).splits.ids("test").start
     variants = env_info(attacked).splits.test // env_info(plain).splits.test
     assert start == first * variants, "an -Attack id's task t plays its plain id's user task t // variants"
     return [
-        EvalItem(plain, users, kwargs=kwargs, task_ids=tuple(range(first, first + users))),
-        EvalItem(attacked, users * variants, task_ids=tuple(range(start, start + users * variants))),
+        EvalItem(plain, users, max_turns=max_turns, kwargs=kwargs, task_ids=tuple(range(first, first + users))),
+        EvalItem(
+            attacked, users * variants, max_turns=max_turns, task_ids=tuple(range(start, start + users * variants))
+        ),
     ]
 
 
@@ -99,13 +103,23 @@ def summarize(family: str, policy: str, records: list[EpisodeRecord], seconds: f
     }
 
 
-def measure(family: str, spec: str, users: int, concurrency: int) -> dict[str, Any]:
-    """Play ``spec`` on ``family``'s two ids and summarise."""
+def measure(
+    family: str, spec: str, users: int, concurrency: int, max_turns: int | None = None, max_tokens: int | None = None
+) -> dict[str, Any]:
+    """Play ``spec`` on ``family``'s two ids and summarise (a model's replies cut at ``max_tokens``)."""
     started = time.perf_counter()
+    options = (
+        {}
+        if max_tokens is None or spec in POLICIES
+        else {"max_new_tokens" if spec.startswith("hf:") else "max_tokens": max_tokens}
+    )
     with tempfile.TemporaryDirectory(prefix="safety-") as out:
-        asyncio.run(run_eval(spec, make_policy(spec), items(family, users), out, concurrency=concurrency))
+        policy = make_policy(spec, **options)
+        asyncio.run(run_eval(spec, policy, items(family, users, max_turns), out, concurrency=concurrency))
         records = list(iter_episodes(Path(out) / "episodes.jsonl"))
     row = summarize(family, spec, records, time.perf_counter() - started)
+    if max_turns is not None:
+        row["max_turns"] = max_turns
     print(json.dumps(row), flush=True)
     return row
 
@@ -128,7 +142,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         cells = [
             row["family"],
-            row["policy"],
+            row["policy"] + (f" ({row['max_turns']} turns at most)" if "max_turns" in row else ""),
             row["user_tasks"],
             row["attacked_episodes"],
             row["errored"],
@@ -151,13 +165,15 @@ def main() -> None:
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
     parser.add_argument("--users", nargs="*", default=[], help="FAMILY=U: user tasks to play (defaults per family)")
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--max-turns", type=int, help="cut each episode at this many turns (recorded in the row)")
+    parser.add_argument("--max-tokens", type=int, help="a model's reply length limit (hf: and openai: specs)")
     parser.add_argument("--out", type=Path, default=RESULTS / "safety.json")
     args = parser.parse_args()
     users = {family: FAMILIES[family][3] for family in FAMILIES} | {
         family: int(count) for family, _, count in (entry.partition("=") for entry in args.users)
     }
     rows = [
-        measure(family, spec, users[family], args.concurrency)
+        measure(family, spec, users[family], args.concurrency, args.max_turns, args.max_tokens)
         for family in args.families
         for spec in args.policy or POLICIES
     ]
