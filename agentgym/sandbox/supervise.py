@@ -49,7 +49,7 @@ def supervise(
     kill: Any,
     backend: Backend,
     marker: str,
-    disk: DiskWatch | None = None,
+    disk: DiskWatch,
 ) -> RunResult:
     """Feed stdin, read output under the caps, kill at the wall limit (or past ``disk``'s quota), reap and report.
 
@@ -88,7 +88,7 @@ def supervise(
             if now >= deadline:
                 killed_for = "wall"
                 break
-            if disk is not None and disk.over():
+            if disk.over():
                 killed_for = "disk"
                 break
             timeout = deadline - now
@@ -96,8 +96,7 @@ def supervise(
                 timeout = min(timeout, exited_at + DRAIN_GRACE_S - now)
             elif pidfd is None:
                 timeout = min(timeout, 0.02)
-            if disk is not None:
-                timeout = min(timeout, disk.due_in())
+            timeout = min(timeout, disk.due_in())
             for key, _ in selector.select(timeout):
                 if key.data == "exit":
                     selector.unregister(key.fileobj)
@@ -123,12 +122,12 @@ def supervise(
         while killed_for is None:  # the output has ended: wait for the exit
             remaining = max(deadline - time.monotonic(), 0.0)
             try:
-                process.wait(timeout=remaining if disk is None else min(remaining, disk.due_in()))
+                process.wait(timeout=min(remaining, disk.due_in()))
                 break
             except subprocess.TimeoutExpired:
                 if time.monotonic() >= deadline:
                     killed_for = "wall"
-                elif disk is not None and disk.over():
+                elif disk.over():
                     killed_for = "disk"
         if killed_for is not None:
             kill()
