@@ -25,6 +25,8 @@ KWARGS = {
     "Bash-v0": {"limits": {**SHORT, "processes": 128, "output_bytes": 1_000_000}},
     "Math-Python-v0": {"interpreter_limits": {**SHORT, "processes": 16, "file_size_mb": 16, "output_bytes": 8000}},
 }
+#: Each background session's pause between its steps (seconds).
+THINK_S = 0.5
 
 
 def test_each_bomb_contained_while_other_sessions_play() -> None:
@@ -37,7 +39,7 @@ def test_each_bomb_contained_while_other_sessions_play() -> None:
                 BACKGROUND,
                 BOMBS,
                 window_s=1.0,
-                think_s=0.5,
+                think_s=THINK_S,
                 warmup_s=3.0,
                 bomb_kwargs=KWARGS,
             )
@@ -53,10 +55,14 @@ def test_each_bomb_contained_while_other_sessions_play() -> None:
         assert outcome["says_what_happened"], (env_id, bomb, outcome["observation"][-500:])
         assert not outcome["terminated"] and outcome["bomb_step_s"] < 8, (env_id, bomb, outcome["bomb_step_s"])
         assert outcome["next_observation"] and "died" not in outcome["next_observation"], outcome["next_observation"]
-        # The others kept playing, without an error, before, during and after.
+        # The others kept playing, without an error, before, during and after. A bomb stopped in less than
+        # two think times (the output flood: 0.1 s) may end before any of the 14 sessions' next step does
+        # (in CI once), so steps during it are counted only for a bomb that lasted that long.
         for name in ("before", "during", "after"):
             assert outcome["windows"][name]["errors"] == [], (env_id, bomb, name, outcome["windows"][name])
-            assert outcome["windows"][name][BACKGROUND_ID]["steps"] > 0, (env_id, bomb, name, outcome["windows"][name])
+            if name != "during" or outcome["bomb_step_s"] >= 2 * THINK_S:
+                steps = outcome["windows"][name][BACKGROUND_ID]["steps"]
+                assert steps > 0, (env_id, bomb, name, outcome["windows"][name])
         # The server still answers, and serves a new session of the bombed id.
         assert outcome["health_s"] is not None and outcome["health_s"] < 5, outcome["health_s"]
         assert outcome["new_session_ok"], (env_id, bomb)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 import urllib.error
 import urllib.request
@@ -191,3 +192,34 @@ def test_checkers_read_the_tenants_database(site: ShopSite, content: dict, tenan
             (price.params["upc"],),
         )
     assert score(price, f"£{generated}") == 0.0 and score(price, "It costs £7.25.") == 1.0
+
+
+def test_a_tenants_review_leaves_the_shared_search_index_alone(
+    site: ShopSite, content: dict, tenants: list[int]
+) -> None:
+    """A review saved in one tenant (it updates the product's rating: a product save) is that tenant's only: the
+    Whoosh index is the golden catalogue's, shared by every tenant's search (django-oscar's default signal
+    processor wrote such saves into it, and the "rating" facet's counts drifted for every tenant)."""
+    import httpx
+
+    index = site.golden_dir / "whoosh"
+    before = {path.name: path.stat().st_mtime_ns for path in index.iterdir()}
+    tenant, customer = tenants[0], content["orders"][0]["customer"]
+    product = content["products"][3]
+    with site.connect(tenant) as db:
+        pk, slug = db.execute("SELECT id, slug FROM catalogue_product WHERE upc = %s", (product["upc"],)).fetchone()
+    cookie = site.session_cookies(tenant, customer)[0]
+    host = f"{site.host(tenant)}:{site.port}"
+    with httpx.Client(base_url=f"http://127.0.0.1:{site.port}", headers={"Host": host}, timeout=60) as client:
+        client.cookies.set(cookie["name"], cookie["value"])
+        form = client.get(f"/catalogue/{slug}_{pk}/reviews/add/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+        posted = client.post(
+            f"/catalogue/{slug}_{pk}/reviews/add/",
+            data={"csrfmiddlewaretoken": token, "title": "Index check", "score": "5", "body": "Fine."},
+            headers={"Referer": f"http://{host}/"},
+        )
+    assert posted.status_code == 302, posted.text[:500]
+    with site.connect(tenant) as db:
+        assert db.execute("SELECT count(*) FROM reviews_productreview WHERE title = 'Index check'").fetchone()[0] == 1
+    assert {path.name: path.stat().st_mtime_ns for path in index.iterdir()} == before

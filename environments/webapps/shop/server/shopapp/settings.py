@@ -133,6 +133,9 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
 HAYSTACK_CONNECTIONS = {
     "default": {"ENGINE": "haystack.backends.whoosh_backend.WhooshEngine", "PATH": str(HOME / "golden" / "whoosh")}
 }
+# The index is the golden catalogue's, shared by every tenant: a tenant's saves must not write to it (Oscar's
+# default, the real-time processor, let a review in one tenant change every tenant's "rating" facet counts).
+HAYSTACK_SIGNAL_PROCESSOR = "haystack.signals.BaseSignalProcessor"
 
 STATIC_URL = "/static/"
 STATIC_ROOT = str(HOME / "static")
