@@ -28,6 +28,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +41,9 @@ from agentgym.registry import max_concurrency
 from agentgym.serving.backends.process import ServerProcess
 
 MIX = Path(__file__).with_name("soak.yaml")
-#: What the fault cycles kill, in turn: a process name in the server's tree (or a site's server, outside it).
-FAULTS = ("chrom", "java", "bwrap", "site")
+#: What the fault cycles kill, in turn: a process name in the server's tree (or a site's server, outside it). The
+#: sandbox comes first: a two-hour run has three fault cycles, and its process lives only while a command runs.
+FAULTS = ("bwrap", "chrom", "java", "site")
 
 
 def scaled_mix(sessions: int, mix_file: Path = MIX) -> dict[str, int]:
@@ -67,16 +69,26 @@ def scaled_mix(sessions: int, mix_file: Path = MIX) -> dict[str, int]:
     return mix
 
 
+#: How long a fault waits for its target to be alive (a sandbox lives only while a command runs).
+FAULT_PATIENCE_S = 120.0
+
+
 def fault(server_pid: int, target: str) -> Any:
-    """The fault of one cycle: kill ``target`` (a process name in the server's tree, or a web-app site's server)."""
+    """The fault of one cycle: kill ``target`` (a process name in the server's tree, or a web-app site's server),
+    waiting up to :data:`FAULT_PATIENCE_S` for one to be alive (run in a thread: it blocks)."""
 
     def inject() -> dict[str, Any]:
-        if target == "site":
-            killed = _kill_site_server()
-        else:
-            killed = next(iter(kill_children(server_pid, target, limit=1)), None)
-        print(f"fault: killed {target} (pid {killed})", flush=True)
-        return {"fault": f"kill {target}", "pid": killed}
+        asked, killed = time.monotonic(), None
+        while killed is None and time.monotonic() < asked + FAULT_PATIENCE_S:
+            if target == "site":
+                killed = _kill_site_server()
+            else:
+                killed = next(iter(kill_children(server_pid, target, limit=1)), None)
+            if killed is None:
+                time.sleep(0.05)
+        waited = round(time.monotonic() - asked, 2)
+        print(f"fault: killed {target} (pid {killed}, after {waited} s)", flush=True)
+        return {"fault": f"kill {target}", "pid": killed, "waited_s": waited}
 
     return inject
 
@@ -105,10 +117,15 @@ def plot(report: SoakReport, path: Path) -> None:
         ("threads / fds", None),
         ("child processes", lambda s: s["children"]),
         ("open sessions", lambda s: float("nan") if s["sessions"] is None else s["sessions"]),
-        ("/metrics answer (s)", lambda s: s["metrics_s"]),
+        ("latency (s)", None),
     ]
     for axis, (label, value) in zip(axes, series):
-        if value is None:
+        if label == "latency (s)":
+            axis.plot(hours, [s["metrics_s"] for s in samples], label="/metrics answered")
+            for key, name in (("server_lag_s", "server's loop lag"), ("client_lag_s", "client's loop lag")):
+                axis.plot(hours, [_number(s.get(key)) for s in samples], label=f"{name} (worst, last minute)")
+            axis.legend(loc="upper left")
+        elif value is None:
             axis.plot(hours, [s["threads"] for s in samples], label="threads")
             axis.plot(hours, [s["fds"] for s in samples], label="file descriptors")
             axis.legend(loc="upper left")
@@ -218,10 +235,7 @@ def summary(report: SoakReport, failures: list[str], healthy: bool | None) -> st
         for env_id, count in report.mix.items()
     ]
     errors = [f"- {key}: {count} (e.g. {report.error_examples[key]!r})" for key, count in report.errors.items()]
-    events = [
-        f"- at {event['t'] / 60:.1f} min: {event['fault']}" + (f" (pid {event['pid']})" if "pid" in event else "")
-        for event in report.events
-    ]
+    events = [f"- at {event['t'] / 60:.1f} min: {event['fault']}{_killed(event)}" for event in report.events]
     verdict = "no growth past the bounds" if not failures else "GROWTH: " + "; ".join(failures)
     return "\n".join(
         [
@@ -241,9 +255,47 @@ def summary(report: SoakReport, failures: list[str], healthy: bool | None) -> st
             "Errors:" if errors else "Errors: none.",
             *errors,
             *(["", "Faults:", *events] if events else []),
+            *latency_summary(report),
             *memory_summary(report),
         ]
     )
+
+
+def latency_summary(report: SoakReport) -> list[str]:
+    """How long ``/metrics`` took under load, and how late each side's event loop ran (samples every 10 s)."""
+    rows = []
+    for key, name in (
+        ("metrics_s", "`/metrics`, asked to answered (client-side)"),
+        ("server_lag_s", "the server's event loop lag (worst in the minute before each sample)"),
+        ("client_lag_s", "the soak client's event loop lag (the same)"),
+    ):
+        values = sorted(value for sample in report.samples if (value := sample.get(key)) is not None)
+        if values:
+            p50, p99 = values[len(values) // 2], values[min(len(values) - 1, int(0.99 * len(values)))]
+            rows.append(f"| {name} | {len(values)} | {p50:.3f} | {p99:.3f} | {values[-1]:.3f} |")
+    timeouts = sum(count for key, count in report.errors.items() if key.endswith(": TimeoutError"))
+    return [
+        "",
+        "Latency under load (seconds):",
+        "",
+        "| measured | samples | p50 | p99 | max |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+        f"Channel opening handshakes timed out (60 s): {timeouts}.",
+    ]
+
+
+def _killed(event: dict[str, Any]) -> str:
+    """What a fault event killed, and how long it waited for it to be alive."""
+    if "pid" not in event:
+        return ""
+    waited = f", found after {event['waited_s']} s" if "waited_s" in event else ""
+    return f" (pid {event['pid']}{waited})"
+
+
+def _number(value: Any) -> float:
+    return float("nan") if value is None else value
 
 
 def memory_summary(report: SoakReport) -> list[str]:

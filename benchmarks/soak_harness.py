@@ -37,6 +37,8 @@ from typing import Any
 
 import httpx
 
+from agentgym.serving.sessions import LoopLag
+
 
 @dataclass
 class TreeStats:
@@ -328,6 +330,8 @@ async def soak(
     churn = churn or Churn()
     report = SoakReport(mix=dict(mix))
     started = time.monotonic()
+    client_lag = LoopLag()  # this process's own loop: a request it waits on may wait here, not on the server
+    lag_watch = asyncio.create_task(client_lag.watch())
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits, trust_env=False) as client:
         report.rests.append({"cycle": -1, "t": 0.0, "sessions_left": 0, **asdict(tree_stats(server_pid))})
@@ -344,10 +348,10 @@ async def soak(
                 while time.monotonic() < cycle_end:
                     await asyncio.sleep(min(sample_every_s, max(cycle_end - time.monotonic(), 0)))
                     if fault_at is not None and time.monotonic() >= fault_at:
-                        event = fault()  # type: ignore[misc]
+                        event = await asyncio.to_thread(fault)  # type: ignore[arg-type]  # it may wait for its target
                         report.events.append({"t": time.monotonic() - started, "cycle": cycle, **event})
                         fault_at = None
-                    await _sample(client, server_pid, report, started, cycle)
+                    await _sample(client, server_pid, report, started, cycle, client_lag)
             except ServerGone:
                 pass  # the rest below finds it gone too, once the workers have stopped
             stop.set()
@@ -365,17 +369,24 @@ async def soak(
                     f"cycle {cycle + 1}/{cycles}: {sum(report.steps.values())} steps, "
                     f"{sum(report.errors.values())} errors; at rest {_describe(rest)}"
                 )
+    lag_watch.cancel()
     return report
 
 
-async def _sample(client: httpx.AsyncClient, pid: int, report: SoakReport, started: float, cycle: int) -> None:
+async def _sample(
+    client: httpx.AsyncClient, pid: int, report: SoakReport, started: float, cycle: int, client_lag: LoopLag
+) -> None:
     asked = time.monotonic()
     metrics = await _metrics(client) or {}
     report.samples.append(
         {
             "t": asked - started,
             "cycle": cycle,
-            "metrics_s": time.monotonic() - asked,  # how long the server took to answer: its event loop's lag
+            "metrics_s": time.monotonic() - asked,  # from asking to the answer read, both loops' lag included
+            # The worst lag of the server's event loop and of this client's, each over the last minute.
+            "server_lag_s": (metrics.get("loop_lag_s") or {}).get("max_last_minute"),
+            "client_lag_s": client_lag.summary()["max_last_minute"],
+            "errors": sum(report.errors.values()),
             "sessions": metrics.get("sessions"),
             "steps": metrics.get("steps"),
             **asdict(tree_stats(pid)),

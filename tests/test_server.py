@@ -32,6 +32,7 @@ from agentgym.serving import server as server_module
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError, ServerUnavailableError
 from agentgym.serving.server import ChannelsFirst, create_app
+from agentgym.serving.sessions import LoopLag
 from agentgym.serving.wire import (
     CHANNEL_SESSION_GONE,
     decode_observation,
@@ -499,11 +500,27 @@ def test_health_metrics_and_session_listing(url: str) -> None:
     metrics = httpx.get(f"{url}/metrics").json()
     assert metrics["steps"] >= 1 and metrics["calls"]["oracle_action"] >= 1 and metrics["rss_bytes"] > 10**6
     assert metrics["sessions_by_env"]["Maze-v0"] >= 1 and metrics["errors"] == sum(metrics["errors_by_type"].values())
+    lag = metrics["loop_lag_s"]
+    assert 0 <= lag["last"] <= lag["max_last_minute"] <= lag["max"]
     memory = httpx.get(f"{url}/memory").json()
     assert memory["rss_bytes"] > 10**6 and memory["python_blocks"] > 0 and memory["gc_objects"] > 1000
     assert memory["malloc"]["in_use"] <= memory["malloc"]["held"] and memory["threads"] >= 1
     assert "dict" in memory["objects_by_type"] and sum(memory["objects_by_type"].values()) <= memory["gc_objects"]
     env.close()
+
+
+def test_the_loop_lag_is_how_late_the_loop_runs_a_timer() -> None:
+    async def blocked_once() -> dict[str, float]:
+        lag = LoopLag(period_s=0.02)
+        watch = asyncio.create_task(lag.watch())
+        await asyncio.sleep(0.1)
+        time.sleep(0.3)  # the loop blocked, as a blocking call in a handler would block it
+        await asyncio.sleep(0.1)
+        watch.cancel()
+        return lag.summary()
+
+    summary = asyncio.run(blocked_once())
+    assert 0.25 <= summary["max_last_minute"] == summary["max"] < 1.0 and summary["last"] < 0.25, summary
 
 
 def test_memory_freed_on_many_threads_goes_back_to_the_system() -> None:
@@ -696,3 +713,38 @@ def test_a_websocket_remote_env_recovers_after_its_env_crashed(url: str) -> None
     env.reset(options={"task_id": 2})  # a new session, and a new channel
     assert env.step("go")[1] == 0.5
     env.close()
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0 or not Path("/usr/bin/chromium").exists(),
+    reason="thread priorities as root on Linux, with Debian's chromium",
+)
+def test_env_work_runs_below_the_servers_own_priority() -> None:
+    """``agentgym serve``'s event loop runs at the server's priority; the sessions' threads and what their envs start
+    (here Chromium, which as root would raise its compositor and IO threads to nice -8) run below it."""
+    from benchmarks.soak_harness import descendants
+
+    def nice_of_threads(pid: int) -> dict[int, tuple[str, int]]:  # thread id -> (name, nice)
+        found = {}
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+                found[int(tid)] = (name, os.getpriority(os.PRIO_PROCESS, int(tid)))
+        return found
+
+    server = ServerProcess(["MiniWoB-click-button-v0"], max_sessions=4, session_ttl_s=60)
+    try:
+        env = RemoteEnv(server.url, "MiniWoB-click-button-v0")
+        env.reset(options={"task_id": 0})
+        own = os.getpriority(os.PRIO_PROCESS, server.pid)
+        threads = nice_of_threads(server.pid)  # the main thread's, the session's (Python names neither for the OS)
+        assert threads[server.pid][1] == own and any(nice == min(19, own + 10) for _, nice in threads.values())
+        chromium = [pid for pid in descendants(server.pid) if "chrom" in Path(f"/proc/{pid}/comm").read_text()]
+        assert chromium
+        raised = {
+            (pid, name, nice) for pid in chromium for name, nice in nice_of_threads(pid).values() if nice < own + 10
+        }
+        assert not raised, sorted(raised)[:10]
+        env.close()
+    finally:
+        server.stop()

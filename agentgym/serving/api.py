@@ -256,6 +256,15 @@ class Health(BaseModel):
     sessions: int
 
 
+class LoopLag(BaseModel):
+    """How late the server's event loop woke a timer set every 0.1 s (seconds): how long a request that had
+    arrived waited before the loop read it."""
+
+    last: float
+    max_last_minute: float
+    max: float = Field(description="Since the server started.")
+
+
 class Metrics(BaseModel):
     sessions: int
     max_sessions: int
@@ -273,6 +282,7 @@ class Metrics(BaseModel):
     errors: int
     errors_by_type: dict[str, int]
     rss_bytes: int | None
+    loop_lag_s: LoopLag
     uptime_s: float
 
 

@@ -19,7 +19,7 @@ from agentgym.serving.auth import CLIENT, ApiKeys, BodyLimit, Guard, Refusal, Se
 from agentgym.serving.calls import CALLS, ProtocolError
 from agentgym.serving.channels import BatchChannel, SessionChannel
 from agentgym.serving.memory import memory_report, release_free_memory
-from agentgym.serving.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL_S, EnvServer
+from agentgym.serving.sessions import DEFAULT_ENV_NICE, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL_S, EnvServer
 from agentgym.serving.wire import encode_json
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ def create_app(
     api_keys: Sequence[str] = (),
     quotas: SessionQuotas | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    env_nice: int = DEFAULT_ENV_NICE,
 ) -> "FastAPI":
     """The server app for ``env_ids`` (ids or patterns); ``app.state.server`` is its :class:`EnvServer`.
 
@@ -48,7 +49,8 @@ def create_app(
     ``max_concurrency`` holds at most that many sessions (``family_concurrency`` overrides, by
     family or id); more get HTTP 429 like sessions over ``max_sessions``. With ``api_keys``, every
     route and channel but ``/health`` needs one; ``quotas`` are each client's (default
-    :class:`~agentgym.serving.auth.SessionQuotas`'s); channel messages over ``max_message_bytes`` get 413.
+    :class:`~agentgym.serving.auth.SessionQuotas`'s); channel messages over ``max_message_bytes`` get 413. The sessions'
+    threads run ``env_nice`` nice steps below the server's priority (Linux; :data:`DEFAULT_ENV_NICE`).
     """
     from fastapi import FastAPI, Request, Response
     from fastapi.exceptions import RequestValidationError
@@ -65,15 +67,18 @@ def create_app(
         inline=inline,
         family_concurrency=family_concurrency,
         quotas=quotas,
+        env_nice=env_nice,
     )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         housekeeping = asyncio.create_task(_keep_house(server))
+        lag_watch = asyncio.create_task(server.loop_lag.watch())
         try:
             yield
         finally:
             housekeeping.cancel()
+            lag_watch.cancel()
             await server.close_all()
 
     # Bodies without a content type are read as JSON, as before the routes had models.
@@ -140,7 +145,7 @@ def create_app(
 
     @app.get("/metrics", response_model=api.Metrics, responses=api.errors(500), operation_id="metrics")
     async def metrics() -> Response:
-        """Counters, open sessions and resident memory."""
+        """Counters, open sessions, resident memory and the event loop's lag."""
         return answer(encode_json(server.metrics()))
 
     @app.get("/memory", response_model=api.Memory, responses=api.errors(500), operation_id="memory")

@@ -102,15 +102,25 @@ from agentgym.serving.memory import (
     release_free_memory,
     rss_bytes,
 )
-from agentgym.serving.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL_S, EnvServer, Session, resolve_env_ids
+from agentgym.serving.sessions import (
+    DEFAULT_ENV_NICE,
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_TTL_S,
+    EnvServer,
+    Session,
+    resolve_env_ids,
+)
+from agentgym.utils.processes import forbid_raising_priority
 from agentgym.utils.sockets import listening_socket, unix_socket
 
 __all__ = [
+    "DEFAULT_ENV_NICE",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_SESSION_TTL_S",
     "SERVER_MALLOC_ARENAS",
+    "SERVER_SWITCH_INTERVAL_S",
     "SERVE_HELP",
     "BatchChannel",
     "BodyLimit",
@@ -130,6 +140,10 @@ __all__ = [
     "serve",
     "serve_from_args",
 ]
+
+#: The server process's GIL switch interval (Python's default is 5 ms): a thread that wants the GIL asks its holder
+#: to hand it over after this long, so the event loop waits less behind the sessions' threads.
+SERVER_SWITCH_INTERVAL_S = 0.001
 
 #: What ``agentgym serve`` does, in one line.
 SERVE_HELP = "serve agentgym envs over HTTP: sessions for RemoteEnv and the process and docker backends"
@@ -154,6 +168,7 @@ def serve(
     allow_unauthenticated: bool = False,
     quotas: SessionQuotas | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    env_nice: int = DEFAULT_ENV_NICE,
 ) -> None:
     """Serve ``env_ids`` until interrupted (SIGINT/SIGTERM close every session first).
 
@@ -164,13 +179,15 @@ def serve(
     backend passes ``fd`` and ``exit_with_fd``, the ``docker`` backend ``uds`` and
     ``exit_with_fd``). With ``prepare``, each served env's one-time preparation (site installs...)
     runs before the socket listens, so that no session pays for it. ``api_keys``, ``quotas`` and
-    ``max_message_bytes`` are :func:`create_app`'s; without keys, a ``host`` beyond loopback is refused
+    ``max_message_bytes`` and ``env_nice`` are :func:`create_app`'s; without keys, a ``host`` beyond loopback is refused
     (``ValueError``) unless ``allow_unauthenticated`` (:func:`~agentgym.serving.auth.check_exposure`).
     """
     import uvicorn
 
     warning = None if uds is not None or fd is not None else check_exposure(host, api_keys, allow_unauthenticated)
     limit_malloc_arenas()
+    sys.setswitchinterval(SERVER_SWITCH_INTERVAL_S)
+    forbid_raising_priority()  # Chromium, as root, would put its threads ahead of the event loop
     app = create_app(
         env_ids,
         max_sessions=max_sessions,
@@ -181,6 +198,7 @@ def serve(
         api_keys=api_keys,
         quotas=quotas,
         max_message_bytes=max_message_bytes,
+        env_nice=env_nice,
     )
     if prepare:
         for env_id in app.state.server.env_ids:
@@ -244,6 +262,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-inline", action="store_true", help="run every env call on a thread, even for inline_safe envs"
     )
+    parser.add_argument(
+        "--env-nice",
+        type=int,
+        default=DEFAULT_ENV_NICE,
+        metavar="STEPS",
+        help="run the sessions' threads and the processes their envs start this many nice steps below the server "
+        "(Linux; 0: at its priority), so that accepting connections and answering never waits behind env work",
+    )
     parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     parser.add_argument("--fd", type=int, help="serve on this inherited listening socket instead of --host/--port")
     parser.add_argument("--exit-with-fd", type=int, metavar="FD", help="exit when this inherited pipe closes")
@@ -283,6 +309,7 @@ def serve_from_args(args: argparse.Namespace) -> int:
         allow_unauthenticated=args.allow_unauthenticated,
         quotas=quotas_from_args(args),
         max_message_bytes=args.max_message_bytes,
+        env_nice=args.env_nice,
     )
     return 0
 

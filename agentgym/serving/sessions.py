@@ -14,7 +14,7 @@ import json
 import logging
 import secrets
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,11 +27,16 @@ from agentgym.serving.auth import SessionQuotas
 from agentgym.serving.calls import CALLS, ProtocolError, body_field
 from agentgym.serving.memory import rss_bytes
 from agentgym.serving.wire import CHANNEL_SESSION_GONE, describe_env, encode_answer, encode_json
+from agentgym.utils.processes import lower_thread_priority
 
 logger = logging.getLogger("agentgym.serving.server")
 
 DEFAULT_MAX_SESSIONS = 1024
 DEFAULT_SESSION_TTL_S = 600.0
+#: How many nice steps below the server's own CPU priority the sessions' threads run, and with them the processes
+#: their envs start (Chromium, a JVM, a sandbox): on a machine short of cores, the event loop (accepting
+#: connections, WebSocket handshakes, /health, /metrics, every session's I/O) runs first.
+DEFAULT_ENV_NICE = 10
 
 
 @dataclass(eq=False)
@@ -58,6 +63,13 @@ class Session:
             return function()
         return await asyncio.get_running_loop().run_in_executor(self.executor, function)
 
+    async def start_thread(self) -> None:
+        """Start the session's thread from a helper thread: ``Thread.start`` waits until the new thread runs,
+        which on a loaded machine (a hundred threads wanting the GIL) took the event loop seconds."""
+        if self.executor is not None:
+            executor = self.executor
+            await asyncio.to_thread(lambda: executor.submit(lambda: None).result())
+
     def summary(self, now: float) -> dict[str, Any]:
         return {
             "session_id": self.id,
@@ -68,6 +80,39 @@ class Session:
             "episodes": self.episodes,
             "steps": self.steps,
         }
+
+
+@dataclass(eq=False)
+class LoopLag:
+    """How late the server's event loop wakes a timer set every ``period_s``: how long a request that has
+    arrived waits before the loop reads it (a WebSocket handshake, ``/metrics``). :meth:`watch` measures."""
+
+    period_s: float = 0.1
+    window_s: float = 60.0
+    last: float = 0.0
+    worst: float = 0.0
+    recent: deque[tuple[float, float]] = field(default_factory=deque)  # (when, lag) within the window
+
+    def note(self, lag: float, now: float) -> None:
+        self.last, self.worst = lag, max(self.worst, lag)
+        self.recent.append((now, lag))
+        while self.recent and self.recent[0][0] < now - self.window_s:
+            self.recent.popleft()
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "last": round(self.last, 4),
+            "max_last_minute": round(max((lag for _, lag in self.recent), default=0.0), 4),
+            "max": round(self.worst, 4),
+        }
+
+    async def watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            asked = loop.time()
+            await asyncio.sleep(self.period_s)
+            now = loop.time()
+            self.note(max(0.0, now - asked - self.period_s), now)
 
 
 class EnvServer:
@@ -82,8 +127,11 @@ class EnvServer:
         inline: bool = True,
         family_concurrency: Mapping[str, int] | None = None,
         quotas: SessionQuotas | None = None,
+        env_nice: int = DEFAULT_ENV_NICE,
     ) -> None:
         self.env_ids = resolve_env_ids(env_ids)
+        #: Nice steps below the server's priority for the sessions' threads (:data:`DEFAULT_ENV_NICE`).
+        self.env_nice = env_nice
         #: Each client's session quotas.
         self.quotas = quotas or SessionQuotas()
         self._opening_for: Counter[str] = Counter()
@@ -99,6 +147,8 @@ class EnvServer:
         self.started = time.monotonic()
         self.counts: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
+        #: The event loop's lag, measured while the app runs (:func:`~agentgym.serving.app.create_app`).
+        self.loop_lag = LoopLag()
 
     async def create(self, body: dict[str, Any], client: str = "") -> dict[str, Any]:
         """Open a session for ``client`` (within its quotas); answers its id and the env's description."""
@@ -133,9 +183,14 @@ class EnvServer:
         self._opening += 1
         self._opening_by[key] += 1
         self._opening_for[client] += 1
-        executor = None if self.inline[env_id] else concurrent.futures.ThreadPoolExecutor(1, "agentgym-session")
+        executor = None
+        if not self.inline[env_id]:
+            executor = concurrent.futures.ThreadPoolExecutor(
+                1, "agentgym-session", initializer=lower_thread_priority, initargs=(self.env_nice,)
+            )
         session = Session(secrets.token_hex(12), env_id, kwargs, env=None, executor=executor, client=client)  # type: ignore[arg-type]
         try:
+            await session.start_thread()
             session.env = await session.run(lambda: _make(env_id, max_episode_steps, kwargs))
             description = describe_env(session.env, env_id, kwargs)
         except (TypeError, ValueError, gym.error.Error) as error:
@@ -318,6 +373,7 @@ class EnvServer:
             "errors": sum(self.errors.values()),
             "errors_by_type": dict(self.errors),
             "rss_bytes": rss_bytes(),
+            "loop_lag_s": self.loop_lag.summary(),
             "uptime_s": time.monotonic() - self.started,
         }
 
