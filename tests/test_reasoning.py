@@ -37,6 +37,7 @@ from agentgym.environments.reasoning.math_env import (  # noqa: E402
     MathSetupError,
     math_equal,
 )
+from agentgym.sandbox.cgroup import memory_groups  # noqa: E402
 from agentgym.sandbox.interpreter import Interpreter  # noqa: E402
 
 needs_bwrap = pytest.mark.skipif(available("bwrap") is not None, reason=str(available("bwrap")))
@@ -172,6 +173,19 @@ def test_a_cell_filling_the_work_dir_is_stopped_at_the_disk_quota() -> None:
         # The files stay; a fresh kernel may delete them (it does not grow the work dir).
         cleaned = interpreter.run("import os\nfor name in os.listdir('.'):\n    os.remove(name)\nlen(os.listdir('.'))")
         assert (cleaned.status, cleaned.output) == ("ok", "0\n"), cleaned
+
+
+def test_a_cell_whose_processes_pass_the_memory_of_the_run_together_is_stopped() -> None:
+    if available("bwrap") is not None or isinstance(memory_groups(), str):
+        pytest.skip(str(available("bwrap") or memory_groups()))
+    limits = Limits(wall_s=20.0, cpu_s=20.0, memory_mb=256, processes=16, run_memory_mb=300)
+    with Interpreter(limits) as interpreter:
+        forked = interpreter.run(
+            "import os, time\nfor _ in range(4):\n    if os.fork() == 0:\n        x = bytearray(150 << 20)\n"
+            "        time.sleep(3)\n        os._exit(0)\nx = bytearray(150 << 20)\ntime.sleep(4)"
+        )
+        assert forked.status == "died" and "more than 300 MB together" in forked.reason, forked
+        assert interpreter.run("1 + 1").output == "2\n"
 
 
 def test_a_session_outlives_the_thread_that_started_it(python: Interpreter) -> None:

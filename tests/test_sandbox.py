@@ -26,6 +26,7 @@ import pytest
 
 from agentgym.sandbox import Limits, RunResult, Sandbox, SandboxError, SandboxUnavailable, available
 from agentgym.sandbox import probes as sandbox_probes
+from agentgym.sandbox.cgroup import memory_groups
 
 PROJECT = Path(__file__).resolve().parents[1]
 README = PROJECT / "README.md"
@@ -393,6 +394,23 @@ def test_memory_bomb_hits_the_memory_limit(box: Sandbox) -> None:
     )
     assert result.limit_hit == "memory", result
     assert "allocated 4 GB" not in result.stdout
+
+
+@pytest.mark.skipif(isinstance(memory_groups(), str), reason=f"no memory cgroups here: {memory_groups()}")
+def test_memory_of_many_processes_together_hits_the_runs_memory_limit(bwrap_box: Sandbox) -> None:
+    """Tried: 8 processes of 150 MB each (every one under memory_mb, 1.2 GB together) with run_memory_mb 300.
+    Outcome: the sandbox's cgroup holds them at 300 MB, the OOM killer ends some, reported as memory; the next run
+    has the whole allowance again, and the cgroup goes with the sandbox."""
+    limits = TEST_LIMITS.replace(run_memory_mb=300, wall_s=30, cpu_s=10)
+    bomb = "for i in $(seq 8); do python3 -c 'import time; x = bytearray(150 << 20); time.sleep(2)' & done; wait"
+    result = bwrap_box.run(bomb, limits=limits)
+    assert result.limit_hit == "memory" and bwrap_box.memory_kills() > 0, result
+    after = bwrap_box.run("python3 -c 'x = bytearray(200 << 20); print(len(x) >> 20)'", limits=limits)
+    assert after.ok and after.stdout == "200\n", after
+    group = bwrap_box.memory_group
+    assert group is not None and group.path.is_dir()
+    bwrap_box.close()
+    assert not group.path.exists()
 
 
 def test_infinite_loop_hits_the_cpu_limit(box: Sandbox) -> None:

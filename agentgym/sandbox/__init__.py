@@ -64,10 +64,12 @@ certain (this process killed the run; ``disk``: the work dir held more than ``di
 (``Resource temporarily unavailable`` on fork) are read from how a failed run ended, so a program can fake
 them about itself, never about anything else.
 
-Not contained by the bwrap backend: the memory of a run as a whole (``memory_mb`` is per
-process: a run may hold ``processes`` times as much), CPU share (a run may use every core until its CPU-time
-limit), and kernel exploits (there is no seccomp filter; use the docker backend or a VM for
-hostile code at scale).
+The memory of a bwrap run as a whole (``memory_mb`` is per process: a run could hold ``processes`` times as much)
+is capped at ``run_memory_mb`` where the host lets this process make cgroups (:mod:`~agentgym.sandbox.cgroup`: a
+memory cgroup per sandbox, which every run and spawned process starts in; the OOM killer ends a run's processes
+past it, and the run reports ``memory``); elsewhere it is not. Not contained by the bwrap backend: CPU share (a run
+may use every core until its CPU-time limit), and kernel exploits (there is no seccomp filter; use the docker
+backend or a VM for hostile code at scale).
 
 Every :class:`Sandbox` is independent and may be used from its own thread; calls on one
 sandbox are serialised.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import queue
@@ -18,6 +19,7 @@ from concurrent.futures import Future
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from agentgym.sandbox.cgroup import MemoryGroup
 from agentgym.sandbox.disk import DiskWatch
 from agentgym.sandbox.errors import SandboxError, SandboxUnavailable
 from agentgym.sandbox.files import (
@@ -106,7 +108,11 @@ class Sandbox:
                     "use a work dir whose parent directories others may enter (e.g. under /tmp)"
                 )
             chown_tree(self.workdir, self.uid, self.gid)
-        self._finalizer = weakref.finalize(self, remove_tree, self._root, self.workdir if owned else None)
+        #: The cgroup every run and spawned process of this sandbox starts in (bwrap, where the host allows it).
+        self.memory_group = MemoryGroup.create() if backend == "bwrap" else None
+        self._finalizer = weakref.finalize(
+            self, _clean_up, self._root, self.workdir if owned else None, self.memory_group
+        )
 
     # ---- files -------------------------------------------------------------------------------
 
@@ -217,6 +223,8 @@ class Sandbox:
         if self.backend != "bwrap":
             raise SandboxError(f"spawn runs on the bwrap backend only, not {self.backend!r}")
         self._require_open()
+        if self.memory_group is not None:
+            self.memory_group.set_limit((limits or self.limits).run_memory_mb)
         return _SPAWNER.popen(
             self._bwrap_argv([str(part) for part in argv], limits or self.limits, None),
             stdin=subprocess.PIPE,
@@ -229,7 +237,7 @@ class Sandbox:
 
     def _bwrap_argv(self, argv: list[str], limits: Limits, marker: str | None) -> list[str]:
         """bwrap's command line for ``argv``; without ``marker``, no shell reports the CPU time after it."""
-        command: list[str] = []
+        command: list[str] = self.memory_group.enter_argv() if self.memory_group is not None else []
         if os.geteuid() == 0:  # root's user namespaces map to host uid 0, exempt from RLIMIT_NPROC
             command += ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
         command += ["bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
@@ -275,6 +283,9 @@ class Sandbox:
 
     def _run_bwrap(self, argv: list[str], stdin: str | bytes | None, limits: Limits, env: dict[str, str]) -> RunResult:
         marker = new_marker()
+        memory_kills = self.memory_kills()
+        if self.memory_group is not None:
+            self.memory_group.set_limit(limits.run_memory_mb)
         process = subprocess.Popen(
             self._bwrap_argv(argv, limits, marker),
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -293,7 +304,13 @@ class Sandbox:
         # bwrap's own failures come before the timing shell started, so without its CPU report.
         if result.exit_code == 1 and result.cpu_s is None and result.stderr.startswith("bwrap: ") and not result.stdout:
             raise SandboxUnavailable(f"bubblewrap could not start the sandbox: {result.stderr.strip()[:500]}")
+        if result.limit_hit is None and self.memory_kills() > memory_kills:  # its processes together, in its cgroup
+            result = dataclasses.replace(result, limit_hit="memory")
         return result
+
+    def memory_kills(self) -> int:
+        """How many of this sandbox's processes the OOM killer has ended for passing ``run_memory_mb`` together."""
+        return self.memory_group.oom_kills() if self.memory_group is not None else 0
 
     def _docker_argv(
         self, argv: list[str], limits: Limits, env: dict[str, str], name: str, stdin: bool, marker: str
@@ -401,3 +418,10 @@ class _Spawner:
 
 
 _SPAWNER = _Spawner()
+
+
+def _clean_up(root: Path, workdir: Path | None, memory_group: MemoryGroup | None) -> None:
+    """A closed (or collected) sandbox's leftovers: its private directory, its work dir if it made it, its cgroup."""
+    remove_tree(root, workdir)
+    if memory_group is not None:
+        memory_group.remove()

@@ -126,6 +126,7 @@ class Interpreter:
         self.starts = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._pending = b""
+        self._memory_kills = 0  # the sandbox's OOM kills when the current cell began
         self._lock = threading.Lock()
 
     @property
@@ -152,6 +153,7 @@ class Interpreter:
             if self._process is None:
                 self._start()
             assert self._process is not None and self._process.stdin is not None
+            self._memory_kills = self.sandbox.memory_kills()
             request = {
                 "code": code,
                 "wall_s": self.limits.wall_s,
@@ -242,6 +244,8 @@ class Interpreter:
             code = self._process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             return "it closed its channel"
+        if self.sandbox.memory_kills() > self._memory_kills:
+            return f"it ran out of memory: its processes held more than {self.limits.run_memory_mb} MB together"
         if code < 0 or code > 128:
             number = -code if code < 0 else code - 128
             with contextlib.suppress(ValueError):

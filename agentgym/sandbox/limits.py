@@ -31,7 +31,9 @@ class Limits:
     ``cpu_s`` is per process (bwrap) and rounded up to whole seconds. ``output_bytes`` caps
     stdout and stderr together; ``tmp_mb`` the private ``/tmp`` (and ``/dev/shm``); ``cpus`` the CPU share of a
     docker container (bwrap has none). ``disk_mb`` is what the work dir may hold while a run goes on (measured by
-    this process, :mod:`agentgym.sandbox.disk`; a run that starts over it may not grow it).
+    this process, :mod:`agentgym.sandbox.disk`; a run that starts over it may not grow it). ``run_memory_mb`` is what
+    a bwrap run's processes may hold together, where the host lets this process make cgroups
+    (:mod:`agentgym.sandbox.cgroup`; docker's container has ``memory_mb``).
     """
 
     cpu_s: float = 10.0
@@ -44,6 +46,7 @@ class Limits:
     tmp_mb: int = 64
     cpus: float = 1.0
     disk_mb: int = 1024
+    run_memory_mb: int = 4096
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
