@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(available("bwrap") is not None, reason=f"bwrap: 
 
 BACKGROUND = {BACKGROUND_ID: 14, SANDBOX_ID: 2}
 #: The ids' own limits, but seconds instead of ten for wall and CPU time, and smaller memory and disk quota.
-SHORT = {"wall_s": 2.5, "cpu_s": 2.0, "memory_mb": 256, "disk_mb": 128}
+SHORT = {"wall_s": 2.5, "cpu_s": 2.0, "memory_mb": 256, "disk_mb": 128, "run_memory_mb": 512}
 KWARGS = {
     "Bash-v0": {"limits": {**SHORT, "processes": 128, "output_bytes": 1_000_000}},
     "Math-Python-v0": {"interpreter_limits": {**SHORT, "processes": 16, "file_size_mb": 16, "output_bytes": 8000}},

@@ -92,8 +92,9 @@ class CellResult:
 
     ``output``: its stdout and stderr, interleaved as written (a traceback for ``error``), at most
     ``output_bytes`` of it; ``omitted``: the bytes cut from its middle. ``status``: ``ok``, ``error``,
-    ``time``/``cpu``/``memory`` (a limit interrupted it; the session goes on) or ``died`` (the kernel
-    died; ``reason`` says why, and the next cell starts a fresh one). ``wall_s``: seen from the host.
+    ``time``/``cpu``/``memory`` (a limit interrupted it; the session goes on; ``memory`` with a ``reason`` when the
+    cell's processes together passed ``run_memory_mb``) or ``died`` (the kernel died; ``reason`` says why, and the
+    next cell starts a fresh one). ``wall_s``: seen from the host.
     """
 
     output: str
@@ -169,11 +170,16 @@ class Interpreter:
             )
             if isinstance(answer, str):
                 return self._died(answer, started)
+            status, reason = answer.get("status", "error"), ""
+            if status in ("ok", "error") and self.sandbox.memory_kills() > self._memory_kills:
+                status = "memory"  # the kernel lived, but processes of the cell were ended for the run's memory
+                reason = f"the call's processes held more than {self.limits.run_memory_mb} MB together"
             return CellResult(
                 output=str(answer.get("output", "")),
-                status=answer.get("status", "error"),
+                status=status,
                 wall_s=time.monotonic() - started,
                 omitted=int(answer.get("omitted", 0)),
+                reason=reason,
             )
 
     def restart(self) -> None:
@@ -403,7 +409,10 @@ def describe_cell(result: CellResult, limits: Limits) -> str:
     notes = {
         "time": f"[stopped: the call ran past its {limits.wall_s:g} s time limit; the interpreter keeps its state]",
         "cpu": f"[stopped: the call used more than {limits.cpu_s:g} s of CPU; the interpreter keeps its state]",
-        "memory": f"[stopped: the call ran out of memory ({limits.memory_mb} MB); the interpreter keeps its state]",
+        "memory": (
+            f"[stopped: the call ran out of memory ({result.reason or f'{limits.memory_mb} MB'}); "
+            "the interpreter keeps its state]"
+        ),
         "died": (
             f"[the interpreter died: {result.reason}. The next call starts a fresh interpreter: variables, imports "
             "and definitions of earlier calls are gone (files in the work dir remain)]"
