@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 
 from agentgym.serving.sessions import LoopLag
+from agentgym.utils.processes import descendants
 
 
 @dataclass
@@ -50,25 +51,6 @@ class TreeStats:
     fds: int
     children: int
     child_names: dict[str, int] = field(default_factory=dict)
-
-
-def descendants(pid: int) -> list[int]:
-    """The pids of every live descendant of ``pid``."""
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            parents.setdefault(parent, []).append(int(entry))
-    found, frontier = [], [pid]
-    while frontier:
-        children = parents.get(frontier.pop(), [])
-        found += children
-        frontier += children
-    return found
 
 
 def _status(pid: int) -> dict[str, str]:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from processes import descendants
+
+from agentgym.utils.processes import descendants
 
 #: A Ray node of the tests' local cluster: one CPU (two nodes fit this 2-core machine), no dashboard,
 #: a small object store.

@@ -21,6 +21,7 @@ from agentgym.serving.channels import BatchChannel, SessionChannel
 from agentgym.serving.memory import memory_report, release_free_memory
 from agentgym.serving.sessions import DEFAULT_ENV_NICE, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL_S, EnvServer
 from agentgym.serving.wire import encode_json
+from agentgym.utils.processes import lower_descendants
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -49,8 +50,9 @@ def create_app(
     ``max_concurrency`` holds at most that many sessions (``family_concurrency`` overrides, by
     family or id); more get HTTP 429 like sessions over ``max_sessions``. With ``api_keys``, every
     route and channel but ``/health`` needs one; ``quotas`` are each client's (default
-    :class:`~agentgym.serving.auth.SessionQuotas`'s); channel messages over ``max_message_bytes`` get 413. The sessions'
-    threads run ``env_nice`` nice steps below the server's priority (Linux; :data:`DEFAULT_ENV_NICE`).
+    :class:`~agentgym.serving.auth.SessionQuotas`'s); channel messages over ``max_message_bytes`` get 413. The
+    processes the envs start run ``env_nice`` nice steps below the server's priority (Linux, every 2 s; 0: as
+    started; :data:`DEFAULT_ENV_NICE`).
     """
     from fastapi import FastAPI, Request, Response
     from fastapi.exceptions import RequestValidationError
@@ -74,11 +76,12 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         housekeeping = asyncio.create_task(_keep_house(server))
         lag_watch = asyncio.create_task(server.loop_lag.watch())
+        renice = asyncio.create_task(_lower_env_processes(server))
         try:
             yield
         finally:
-            housekeeping.cancel()
-            lag_watch.cancel()
+            for task in (housekeeping, lag_watch, renice):
+                task.cancel()
             await server.close_all()
 
     # Bodies without a content type are read as JSON, as before the routes had models.
@@ -257,6 +260,18 @@ async def _keep_house(server: EnvServer) -> None:
             closed_before = closed
             if await asyncio.to_thread(release_free_memory):
                 server.counts["memory_releases"] += 1
+
+
+#: How often the server lowers the priority of the processes its envs have started since (seconds).
+RENICE_EVERY_S = 2.0
+
+
+async def _lower_env_processes(server: EnvServer) -> None:
+    """Every :data:`RENICE_EVERY_S`: the processes the envs have started (and their threads) ``env_nice`` steps
+    below the server (:func:`~agentgym.utils.processes.lower_descendants`, in a thread: it walks ``/proc``)."""
+    while server.env_nice > 0:
+        await asyncio.to_thread(lower_descendants, server.env_nice)
+        await asyncio.sleep(RENICE_EVERY_S)
 
 
 class LazyMount:

@@ -267,8 +267,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_ENV_NICE,
         metavar="STEPS",
-        help="run the sessions' threads and the processes their envs start this many nice steps below the server "
-        "(Linux; 0: at its priority), so that accepting connections and answering never waits behind env work",
+        help="run the processes the envs start this many nice steps below the server (Linux; 0: as started), so "
+        "that accepting connections and answering never wait behind env work",
     )
     parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     parser.add_argument("--fd", type=int, help="serve on this inherited listening socket instead of --host/--port")

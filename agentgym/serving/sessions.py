@@ -27,15 +27,14 @@ from agentgym.serving.auth import SessionQuotas
 from agentgym.serving.calls import CALLS, ProtocolError, body_field
 from agentgym.serving.memory import rss_bytes
 from agentgym.serving.wire import CHANNEL_SESSION_GONE, describe_env, encode_answer, encode_json
-from agentgym.utils.processes import lower_thread_priority
 
 logger = logging.getLogger("agentgym.serving.server")
 
 DEFAULT_MAX_SESSIONS = 1024
 DEFAULT_SESSION_TTL_S = 600.0
-#: How many nice steps below the server's own CPU priority the sessions' threads run, and with them the processes
-#: their envs start (Chromium, a JVM, a sandbox): on a machine short of cores, the event loop (accepting
-#: connections, WebSocket handshakes, /health, /metrics, every session's I/O) runs first.
+#: How many nice steps below the server's own CPU priority the processes its envs start run (Chromium, a JVM, a
+#: sandbox): on a machine short of cores, the server (accepting connections, WebSocket handshakes, /health,
+#: /metrics, every session's I/O) runs first.
 DEFAULT_ENV_NICE = 10
 
 
@@ -130,7 +129,7 @@ class EnvServer:
         env_nice: int = DEFAULT_ENV_NICE,
     ) -> None:
         self.env_ids = resolve_env_ids(env_ids)
-        #: Nice steps below the server's priority for the sessions' threads (:data:`DEFAULT_ENV_NICE`).
+        #: Nice steps below the server's priority for the processes its envs start (:data:`DEFAULT_ENV_NICE`).
         self.env_nice = env_nice
         #: Each client's session quotas.
         self.quotas = quotas or SessionQuotas()
@@ -185,9 +184,7 @@ class EnvServer:
         self._opening_for[client] += 1
         executor = None
         if not self.inline[env_id]:
-            executor = concurrent.futures.ThreadPoolExecutor(
-                1, "agentgym-session", initializer=lower_thread_priority, initargs=(self.env_nice,)
-            )
+            executor = concurrent.futures.ThreadPoolExecutor(1, "agentgym-session")
         session = Session(secrets.token_hex(12), env_id, kwargs, env=None, executor=executor, client=client)  # type: ignore[arg-type]
         try:
             await session.start_thread()

@@ -8,7 +8,6 @@ import ctypes
 import os
 import signal
 import sys
-import threading
 
 #: The environment variable a parent sets to its pid for :func:`exit_with_parent` (the child checks it once).
 PARENT_PID_VARIABLE = "AGENTGYM_PARENT_PID"
@@ -37,14 +36,48 @@ def exit_with_parent() -> None:
         os._exit(1)
 
 
-def lower_thread_priority(steps: int) -> None:
-    """Lower the calling thread's CPU priority by ``steps`` nice steps (at most to 19). Linux only, where nice is a
-    thread's own and the processes it starts inherit it; elsewhere it would be the whole process's: nothing done."""
-    if steps <= 0 or not sys.platform.startswith("linux"):
-        return
-    thread = threading.get_native_id()
+def descendants(pid: int) -> list[int]:
+    """The pids of every live descendant of ``pid`` (Linux: read from ``/proc``; elsewhere none)."""
+    parents: dict[int, list[int]] = {}
     with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + steps))
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as stat:
+                        parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                parents.setdefault(parent, []).append(int(entry))
+    found, frontier = [], [pid]
+    while frontier:
+        children = parents.get(frontier.pop(), [])
+        found += children
+        frontier += children
+    return found
+
+
+def lower_descendants(steps: int, pid: int | None = None) -> int:
+    """Put every thread of every process descended from ``pid`` (this one by default) at least ``steps`` nice steps
+    below ``pid``'s own priority (Linux; at most 19); how many threads were lowered.
+
+    The processes an env starts (Chromium, a JVM, a sandbox) then run after the process that serves it. Its own
+    threads are left at its priority: one that holds the GIL must run as soon as the event loop asks for it."""
+    if steps <= 0 or not sys.platform.startswith("linux"):
+        return 0
+    pid = os.getpid() if pid is None else pid
+    target = min(19, os.getpriority(os.PRIO_PROCESS, pid) + steps)
+    lowered = 0
+    for child in descendants(pid):
+        try:
+            threads = os.listdir(f"/proc/{child}/task")
+        except OSError:
+            continue
+        for thread in map(int, threads):
+            with contextlib.suppress(OSError):
+                if os.getpriority(os.PRIO_PROCESS, thread) < target:
+                    os.setpriority(os.PRIO_PROCESS, thread, target)
+                    lowered += 1
+    return lowered
 
 
 def forbid_raising_priority() -> bool:
