@@ -19,7 +19,7 @@ from agentgym.serving.auth import CLIENT, ApiKeys, BodyLimit, Guard, Refusal, Se
 from agentgym.serving.calls import CALLS, ProtocolError
 from agentgym.serving.channels import BatchChannel, SessionChannel
 from agentgym.serving.memory import memory_report, release_free_memory
-from agentgym.serving.sessions import DEFAULT_ENV_NICE, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL_S, EnvServer
+from agentgym.serving.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL_S, EnvServer
 from agentgym.serving.wire import encode_json
 from agentgym.utils.processes import lower_descendants
 
@@ -41,7 +41,7 @@ def create_app(
     api_keys: Sequence[str] = (),
     quotas: SessionQuotas | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    env_nice: int = DEFAULT_ENV_NICE,
+    env_nice: int = 0,
 ) -> "FastAPI":
     """The server app for ``env_ids`` (ids or patterns); ``app.state.server`` is its :class:`EnvServer`.
 
@@ -51,8 +51,9 @@ def create_app(
     family or id); more get HTTP 429 like sessions over ``max_sessions``. With ``api_keys``, every
     route and channel but ``/health`` needs one; ``quotas`` are each client's (default
     :class:`~agentgym.serving.auth.SessionQuotas`'s); channel messages over ``max_message_bytes`` get 413. The
-    processes the envs start run ``env_nice`` nice steps below the server's priority (Linux, every 2 s; 0: as
-    started; :data:`DEFAULT_ENV_NICE`).
+    processes below this one run ``env_nice`` nice steps below its priority (Linux, every 2 s; 0: as started): for
+    a process that only serves, as ``agentgym serve`` (:data:`~agentgym.serving.sessions.DEFAULT_ENV_NICE`); an
+    app run inside another program would lower that program's other children too.
     """
     from fastapi import FastAPI, Request, Response
     from fastapi.exceptions import RequestValidationError

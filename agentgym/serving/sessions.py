@@ -126,10 +126,11 @@ class EnvServer:
         inline: bool = True,
         family_concurrency: Mapping[str, int] | None = None,
         quotas: SessionQuotas | None = None,
-        env_nice: int = DEFAULT_ENV_NICE,
+        env_nice: int = 0,
     ) -> None:
         self.env_ids = resolve_env_ids(env_ids)
-        #: Nice steps below the server's priority for the processes its envs start (:data:`DEFAULT_ENV_NICE`).
+        #: Nice steps below the server's priority for the processes below it (0: left as started; ``agentgym
+        #: serve``: :data:`DEFAULT_ENV_NICE`).
         self.env_nice = env_nice
         #: Each client's session quotas.
         self.quotas = quotas or SessionQuotas()
