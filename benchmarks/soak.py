@@ -265,7 +265,7 @@ def latency_summary(report: SoakReport) -> list[str]:
     """How long ``/metrics`` took under load, and how late each side's event loop ran (samples every 10 s)."""
     rows = []
     for key, name in (
-        ("metrics_s", "`/metrics`, asked to answered (client-side)"),
+        ("metrics_s", "`/metrics`, asked to answered (from a thread of the client, on a connection of its own)"),
         ("server_lag_s", "the server's event loop lag (worst in the minute before each sample)"),
         ("client_lag_s", "the soak client's event loop lag (the same)"),
     ):

@@ -355,22 +355,35 @@ async def soak(
     return report
 
 
+def _timed_metrics(url: str) -> tuple[float, dict[str, Any]]:
+    """How long ``/metrics`` took, asked on a connection of its own from a thread (as a monitor scraping it would:
+    this process's event loop, busy with hundreds of sessions, is not in the way), and its answer ({} if none)."""
+    asked = time.monotonic()
+    try:
+        with httpx.Client(base_url=url, timeout=60, trust_env=False) as client:
+            metrics = client.get("/metrics").json()
+    except httpx.HTTPError:
+        metrics = {}
+    return time.monotonic() - asked, metrics
+
+
 async def _sample(
     client: httpx.AsyncClient, pid: int, report: SoakReport, started: float, cycle: int, client_lag: LoopLag
 ) -> None:
     asked = time.monotonic()
-    metrics = await _metrics(client) or {}
+    metrics_s, metrics = await asyncio.to_thread(_timed_metrics, str(client.base_url))
     report.samples.append(
         {
             "t": asked - started,
             "cycle": cycle,
-            "metrics_s": time.monotonic() - asked,  # from asking to the answer read, both loops' lag included
+            "metrics_s": metrics_s,
             # The worst lag of the server's event loop and of this client's, each over the last minute.
             "server_lag_s": (metrics.get("loop_lag_s") or {}).get("max_last_minute"),
             "client_lag_s": client_lag.summary()["max_last_minute"],
             "errors": sum(report.errors.values()),
             "sessions": metrics.get("sessions"),
             "steps": metrics.get("steps"),
+            "python_calls_waiting": (metrics.get("python_calls") or {}).get("waiting"),
             **asdict(tree_stats(pid)),
         }
     )

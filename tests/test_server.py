@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -32,7 +33,7 @@ from agentgym.serving import server as server_module
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError, ServerUnavailableError
 from agentgym.serving.server import ChannelsFirst, create_app
-from agentgym.serving.sessions import LoopLag
+from agentgym.serving.sessions import PYTHON_SHARE, LoopLag, PythonCalls, Session
 from agentgym.serving.wire import (
     CHANNEL_SESSION_GONE,
     decode_observation,
@@ -522,6 +523,46 @@ def test_the_loop_lag_is_how_late_the_loop_runs_a_timer() -> None:
 
     summary = asyncio.run(blocked_once())
     assert 0.25 <= summary["max_last_minute"] == summary["max"] and summary["last"] <= summary["max"], summary
+
+
+def test_calls_that_run_python_take_turns_and_calls_that_wait_elsewhere_do_not() -> None:
+    """With one turn, envs computing in Python never overlap; envs waiting (on a browser, a JVM: a sleep here)
+    take a turn only until their first call has been measured, then run side by side."""
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def compute() -> None:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        deadline = time.thread_time() + 0.05
+        while time.thread_time() < deadline:
+            pass
+        with lock:
+            running[0] -= 1
+
+    def wait() -> None:
+        time.sleep(0.3)
+
+    def session(name: str) -> Session:
+        return Session(name, "Test-v0", {}, env=None, executor=concurrent.futures.ThreadPoolExecutor(1))  # type: ignore[arg-type]
+
+    async def rounds() -> tuple[float, float, list[float], list[float]]:
+        gate = PythonCalls(1)
+        computing, waiting = [session(f"c{i}") for i in range(3)], [session(f"w{i}") for i in range(3)]
+        timings = []
+        for _ in range(2):
+            started = time.perf_counter()
+            await asyncio.gather(*(s.run(wait, gate) for s in waiting), *(s.run(compute, gate) for s in computing))
+            timings.append(time.perf_counter() - started)
+        assert gate.summary() == {"limit": 1, "running": 0, "waiting": 0}
+        return *timings, [s.python_share for s in computing], [s.python_share for s in waiting]  # type: ignore[return-value]
+
+    first, second, computing_shares, waiting_shares = asyncio.run(rounds())
+    assert most[0] == 1
+    assert all(share >= PYTHON_SHARE for share in computing_shares), computing_shares
+    assert all(share < PYTHON_SHARE for share in waiting_shares), waiting_shares
+    assert first >= 0.9 and second < first - 0.4, (first, second)  # the three waits one after another, then together
 
 
 def test_memory_freed_on_many_threads_goes_back_to_the_system() -> None:

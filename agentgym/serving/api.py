@@ -265,6 +265,15 @@ class LoopLag(BaseModel):
     max: float = Field(description="Since the server started.")
 
 
+class PythonCalls(BaseModel):
+    """The session calls that run Python in the server (rather than wait on a browser, a JVM, a sandbox): at
+    most ``limit`` run at once, so that the event loop waits behind a few threads for the GIL."""
+
+    limit: int | None = Field(description="At most this many at once (null: no limit; `--max-python-calls`).")
+    running: int
+    waiting: int = Field(description="Calls waiting their turn.")
+
+
 class Metrics(BaseModel):
     sessions: int
     max_sessions: int
@@ -283,6 +292,7 @@ class Metrics(BaseModel):
     errors_by_type: dict[str, int]
     rss_bytes: int | None
     loop_lag_s: LoopLag
+    python_calls: PythonCalls
     uptime_s: float
 
 

@@ -19,7 +19,7 @@ from agentgym.serving.auth import CLIENT, ApiKeys, BodyLimit, Guard, Refusal, Se
 from agentgym.serving.calls import CALLS, ProtocolError
 from agentgym.serving.channels import BatchChannel, SessionChannel
 from agentgym.serving.memory import memory_report, release_free_memory
-from agentgym.serving.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL_S, EnvServer
+from agentgym.serving.sessions import DEFAULT_MAX_PYTHON_CALLS, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL_S, EnvServer
 from agentgym.serving.wire import encode_json
 from agentgym.utils.processes import lower_descendants
 
@@ -42,6 +42,7 @@ def create_app(
     quotas: SessionQuotas | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     env_nice: int = 0,
+    max_python_calls: int | None = DEFAULT_MAX_PYTHON_CALLS,
 ) -> "FastAPI":
     """The server app for ``env_ids`` (ids or patterns); ``app.state.server`` is its :class:`EnvServer`.
 
@@ -53,7 +54,8 @@ def create_app(
     :class:`~agentgym.serving.auth.SessionQuotas`'s); channel messages over ``max_message_bytes`` get 413. The
     processes below this one run ``env_nice`` nice steps below its priority (Linux, every 2 s; 0: as started): for
     a process that only serves, as ``agentgym serve`` (:data:`~agentgym.serving.sessions.DEFAULT_ENV_NICE`); an
-    app run inside another program would lower that program's other children too.
+    app run inside another program would lower that program's other children too. At most ``max_python_calls``
+    session calls that run Python here (rather than wait on another process) run at once (None: no limit).
     """
     from fastapi import FastAPI, Request, Response
     from fastapi.exceptions import RequestValidationError
@@ -71,6 +73,7 @@ def create_app(
         family_concurrency=family_concurrency,
         quotas=quotas,
         env_nice=env_nice,
+        max_python_calls=max_python_calls,
     )
 
     @asynccontextmanager

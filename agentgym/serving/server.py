@@ -104,6 +104,7 @@ from agentgym.serving.memory import (
 )
 from agentgym.serving.sessions import (
     DEFAULT_ENV_NICE,
+    DEFAULT_MAX_PYTHON_CALLS,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_TTL_S,
     EnvServer,
@@ -117,6 +118,7 @@ __all__ = [
     "DEFAULT_ENV_NICE",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_MAX_PYTHON_CALLS",
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_SESSION_TTL_S",
     "SERVER_MALLOC_ARENAS",
@@ -169,6 +171,7 @@ def serve(
     quotas: SessionQuotas | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     env_nice: int = DEFAULT_ENV_NICE,
+    max_python_calls: int | None = DEFAULT_MAX_PYTHON_CALLS,
 ) -> None:
     """Serve ``env_ids`` until interrupted (SIGINT/SIGTERM close every session first).
 
@@ -178,9 +181,10 @@ def serve(
     with ``exit_with_fd``, the server exits when that pipe is closed (the ``process``
     backend passes ``fd`` and ``exit_with_fd``, the ``docker`` backend ``uds`` and
     ``exit_with_fd``). With ``prepare``, each served env's one-time preparation (site installs...)
-    runs before the socket listens, so that no session pays for it. ``api_keys``, ``quotas`` and
-    ``max_message_bytes`` and ``env_nice`` are :func:`create_app`'s; without keys, a ``host`` beyond loopback is refused
-    (``ValueError``) unless ``allow_unauthenticated`` (:func:`~agentgym.serving.auth.check_exposure`).
+    runs before the socket listens, so that no session pays for it. ``api_keys``, ``quotas``,
+    ``max_message_bytes``, ``env_nice`` and ``max_python_calls`` are :func:`create_app`'s; without keys, a
+    ``host`` beyond loopback is refused (``ValueError``) unless ``allow_unauthenticated``
+    (:func:`~agentgym.serving.auth.check_exposure`).
     """
     import uvicorn
 
@@ -199,6 +203,7 @@ def serve(
         quotas=quotas,
         max_message_bytes=max_message_bytes,
         env_nice=env_nice,
+        max_python_calls=max_python_calls,
     )
     if prepare:
         for env_id in app.state.server.env_ids:
@@ -270,6 +275,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run the processes the envs start this many nice steps below the server (Linux; 0: as started), so "
         "that accepting connections and answering never wait behind env work",
     )
+    parser.add_argument(
+        "--max-python-calls",
+        type=int,
+        default=DEFAULT_MAX_PYTHON_CALLS,
+        metavar="N",
+        help="run at most N session calls that run Python in the server at once (others wait their turn; 0: no "
+        "limit): calls that wait on a browser, a JVM or a sandbox are not counted",
+    )
     parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     parser.add_argument("--fd", type=int, help="serve on this inherited listening socket instead of --host/--port")
     parser.add_argument("--exit-with-fd", type=int, metavar="FD", help="exit when this inherited pipe closes")
@@ -310,6 +323,7 @@ def serve_from_args(args: argparse.Namespace) -> int:
         quotas=quotas_from_args(args),
         max_message_bytes=args.max_message_bytes,
         env_nice=args.env_nice,
+        max_python_calls=args.max_python_calls or None,
     )
     return 0
 

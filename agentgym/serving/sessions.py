@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import fnmatch
 import json
 import logging
 import secrets
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,15 @@ DEFAULT_SESSION_TTL_S = 600.0
 #: sandbox): on a machine short of cores, the server (accepting connections, WebSocket handshakes, /health,
 #: /metrics, every session's I/O) runs first.
 DEFAULT_ENV_NICE = 10
+#: How many session calls that run Python in the server (rather than wait on a browser, a JVM, a sandbox) run at
+#: once; the others wait their turn on the event loop, so that the loop, wanting the GIL, queues behind a few
+#: threads rather than behind every session's.
+DEFAULT_MAX_PYTHON_CALLS = 8
+#: A call whose thread ran Python for at least this share of its time counts as running Python: with
+#: :data:`DEFAULT_MAX_PYTHON_CALLS` threads taking turns at the GIL, one of them gets about 1/8 of it.
+PYTHON_SHARE = 0.05
+#: A session whose calls wait elsewhere takes its turn at the gate every this many calls, to be measured again.
+RECHECK_EVERY = 16
 
 
 @dataclass(eq=False)
@@ -56,11 +66,34 @@ class Session:
     client: str = ""
     #: Closes each open WebSocket channel to this session (called when the session closes).
     channel_closers: set[Callable[[], Any]] = field(default_factory=set)
+    #: The share of its recent calls' time its thread spent running (CPU time over wall time, a moving
+    #: average; None before its first call): high for an env in Python, low for one waiting on another process.
+    python_share: float | None = None
+    calls: int = 0
 
-    async def run(self, function: Callable[[], Any]) -> Any:
+    async def run(self, function: Callable[[], Any], gate: PythonCalls | None = None) -> Any:
+        """``function()`` where the session's calls run; through ``gate`` when its calls run Python, and every
+        :data:`RECHECK_EVERY`-th call (measured outside the gate, behind every other thread wanting the GIL, an
+        env in Python looks like one that waits)."""
         if self.executor is None:
             return function()
-        return await asyncio.get_running_loop().run_in_executor(self.executor, function)
+        self.calls += 1
+        loop = asyncio.get_running_loop()
+        waits_elsewhere = self.python_share is not None and self.python_share < PYTHON_SHARE
+        if gate is None or (waits_elsewhere and self.calls % RECHECK_EVERY):
+            return await loop.run_in_executor(self.executor, self._timed, function)
+        async with gate.turn():
+            return await loop.run_in_executor(self.executor, self._timed, function)
+
+    def _timed(self, function: Callable[[], Any]) -> Any:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return function()
+        finally:
+            wall = time.perf_counter() - wall
+            if wall > 0:
+                share = min(1.0, (time.thread_time() - cpu) / wall)
+                self.python_share = share if self.python_share is None else 0.3 * self.python_share + 0.7 * share
 
     async def start_thread(self) -> None:
         """Start the session's thread from a helper thread: ``Thread.start`` waits until the new thread runs,
@@ -79,6 +112,35 @@ class Session:
             "episodes": self.episodes,
             "steps": self.steps,
         }
+
+
+class PythonCalls:
+    """Turns for the session calls that run Python: at most ``limit`` at once (None: no limit)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self._semaphore = asyncio.Semaphore(limit) if limit else None
+        self.running = 0
+        self.waiting = 0
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        self.waiting += 1
+        try:
+            if self._semaphore is not None:
+                await self._semaphore.acquire()
+        finally:
+            self.waiting -= 1
+        self.running += 1
+        try:
+            yield
+        finally:
+            self.running -= 1
+            if self._semaphore is not None:
+                self._semaphore.release()
+
+    def summary(self) -> dict[str, int | None]:
+        return {"limit": self.limit, "running": self.running, "waiting": self.waiting}
 
 
 @dataclass(eq=False)
@@ -127,6 +189,7 @@ class EnvServer:
         family_concurrency: Mapping[str, int] | None = None,
         quotas: SessionQuotas | None = None,
         env_nice: int = 0,
+        max_python_calls: int | None = DEFAULT_MAX_PYTHON_CALLS,
     ) -> None:
         self.env_ids = resolve_env_ids(env_ids)
         #: Nice steps below the server's priority for the processes below it (0: left as started; ``agentgym
@@ -149,6 +212,8 @@ class EnvServer:
         self.errors: Counter[str] = Counter()
         #: The event loop's lag, measured while the app runs (:func:`~agentgym.serving.app.create_app`).
         self.loop_lag = LoopLag()
+        #: Turns for the calls that run Python in this process (``max_python_calls`` at once; None: no limit).
+        self.python_calls = PythonCalls(max_python_calls)
 
     async def create(self, body: dict[str, Any], client: str = "") -> dict[str, Any]:
         """Open a session for ``client`` (within its quotas); answers its id and the env's description."""
@@ -189,7 +254,7 @@ class EnvServer:
         session = Session(secrets.token_hex(12), env_id, kwargs, env=None, executor=executor, client=client)  # type: ignore[arg-type]
         try:
             await session.start_thread()
-            session.env = await session.run(lambda: _make(env_id, max_episode_steps, kwargs))
+            session.env = await session.run(lambda: _make(env_id, max_episode_steps, kwargs), self.python_calls)
             description = describe_env(session.env, env_id, kwargs)
         except (TypeError, ValueError, gym.error.Error) as error:
             await self._discard(session)
@@ -235,7 +300,7 @@ class EnvServer:
             session.last_used = time.monotonic()
             try:
                 # Encoded where the call ran: compressing a screenshot stays off the event loop.
-                payload = encode_json(await session.run(lambda: encode_answer(function())))
+                payload = encode_json(await session.run(lambda: encode_answer(function()), self.python_calls))
             except gym.error.ResetNeeded as error:
                 raise ProtocolError(409, "ResetNeeded", str(error)) from None
             except NotImplementedError as error:
@@ -372,6 +437,7 @@ class EnvServer:
             "errors_by_type": dict(self.errors),
             "rss_bytes": rss_bytes(),
             "loop_lag_s": self.loop_lag.summary(),
+            "python_calls": self.python_calls.summary(),
             "uptime_s": time.monotonic() - self.started,
         }
 
