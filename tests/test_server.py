@@ -33,7 +33,7 @@ from agentgym.serving import server as server_module
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError, ServerUnavailableError
 from agentgym.serving.server import ChannelsFirst, create_app
-from agentgym.serving.sessions import PYTHON_SHARE, LoopLag, PythonCalls, Session
+from agentgym.serving.sessions import PYTHON_SHARE, EnvServer, LoopLag, PythonCalls, Session
 from agentgym.serving.wire import (
     CHANNEL_SESSION_GONE,
     decode_observation,
@@ -60,10 +60,11 @@ class FragileEnv(TextEnv):
     metadata = {**TextEnv.metadata, "inline_safe": True}
     closed = 0
 
-    def __init__(self, explode: bool = False, render_mode: str | None = None) -> None:
+    def __init__(self, explode: bool = False, make_s: float = 0.0, render_mode: str | None = None) -> None:
         super().__init__(render_mode)
         if explode:
             raise RuntimeError("the constructor blew up")
+        time.sleep(make_s)
 
     @property
     def action_syntax(self) -> str:
@@ -371,6 +372,20 @@ def test_abandoned_sessions_are_reaped_and_a_remote_env_recovers(websocket: bool
         env.reset(options={"task_id": 1})  # opens a new session
         assert env.step("go")[1] == 0.5
         env.close()
+
+
+def test_a_session_idles_from_when_its_env_is_ready_not_from_when_it_was_asked_for() -> None:
+    """An env that takes longer to make than the TTL (a browser on a loaded machine) is not reaped before its
+    client's first call."""
+
+    async def open_then_reap() -> tuple[int, int]:
+        server = EnvServer(["ThreadedFragile-v0"], session_ttl_s=0.3)
+        await server.create({"env_id": "ThreadedFragile-v0", "kwargs": {"make_s": 0.6}})
+        reaped, held = await server.reap(), len(server.sessions)
+        await server.close_all()
+        return reaped, held
+
+    assert asyncio.run(open_then_reap()) == (0, 1)
 
 
 def test_max_sessions_answers_429_until_one_closes() -> None:

@@ -48,6 +48,17 @@ PYTHON_SHARE = 0.05
 RECHECK_EVERY = 16
 
 
+def thread_clock() -> tuple[float, float]:
+    """This thread's CPU time and its time spent runnable but waiting for a core (Linux's schedstat; 0 where
+    the kernel does not say), seconds."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as stats:
+            ran, waited, _ = stats.read().split()
+        return int(ran) / 1e9, int(waited) / 1e9
+    except (OSError, ValueError):
+        return time.thread_time(), 0.0
+
+
 @dataclass(eq=False)
 class Session:
     """One env and where its calls run: inline (``executor`` None) or on its own thread."""
@@ -86,13 +97,15 @@ class Session:
             return await loop.run_in_executor(self.executor, self._timed, function)
 
     def _timed(self, function: Callable[[], Any]) -> Any:
-        wall, cpu = time.perf_counter(), time.thread_time()
+        wall, (cpu, queued) = time.perf_counter(), thread_clock()
         try:
             return function()
         finally:
-            wall = time.perf_counter() - wall
-            if wall > 0:
-                share = min(1.0, (time.thread_time() - cpu) / wall)
+            cpu_after, queued_after = thread_clock()
+            # The time it could have run: waiting for a core (other processes' load) is not waiting elsewhere.
+            runnable = time.perf_counter() - wall - (queued_after - queued)
+            if runnable > 0:
+                share = min(1.0, (cpu_after - cpu) / runnable)
                 self.python_share = share if self.python_share is None else 0.3 * self.python_share + 0.7 * share
 
     async def start_thread(self) -> None:
@@ -272,6 +285,7 @@ class EnvServer:
             self._opening_for[client] -= 1
             if not self._opening_for[client]:
                 del self._opening_for[client]
+        session.last_used = time.monotonic()  # idle from when it is ready: making its env may take longer than the TTL
         self.sessions[session.id] = session
         self.counts["sessions_created"] += 1
         return {"session_id": session.id, "env": description}
