@@ -9,12 +9,13 @@ import dataclasses
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import gymnasium as gym
 
 from agentgym.core import observation_text
+from agentgym.evaluation.preparation import DEFAULT_PREPARE_CONCURRENCY
 from agentgym.evaluation.table import format_table
 from agentgym.registry import UnknownEnvError, env_info, list_commands, list_envs, parse_limits
 from agentgym.serving.auth import (
@@ -131,12 +132,13 @@ def _eval(args: argparse.Namespace) -> int:
         _connect_ray(args.ray)
     base = Path(args.out) if args.out else Path("results") / _slug(suite_name or "+".join(args.env))
     folders = []
-    for spec in specs:
-        out = base if args.out and len(specs) == 1 else None
-        folder = _eval_policy(args, spec, items, suite_name, out, base)
-        if folder is None:
+    at_once = max(1, args.policies_at_once)
+    for start in range(0, len(specs), at_once):
+        group = specs[start : start + at_once]
+        done = _eval_policies(args, group, items, suite_name, base if args.out and len(specs) == 1 else None, base)
+        if done is None:
             return 130
-        folders.append(folder)
+        folders.extend(done)
     print()
     print(format_terminal(collect(folders)))
     return 0
@@ -216,77 +218,103 @@ def _connect_ray(address: str) -> None:
         raise UsageError(f"cannot connect to the Ray cluster at {address!r}: {error}") from None
 
 
-def _eval_policy(
-    args: argparse.Namespace, spec: str, items: list, suite_name: str | None, out: Path | None, base: Path
-) -> Path | None:
-    """Evaluate one policy; returns its results folder, or ``None`` when interrupted."""
+def _eval_policies(
+    args: argparse.Namespace, specs: list[str], items: list, suite_name: str | None, out: Path | None, base: Path
+) -> list[Path] | None:
+    """Evaluate ``specs`` at once (sharing the envs' preparation and the families' limits); their results
+    folders, or ``None`` when interrupted. ``out`` is the folder of a lone policy."""
     import asyncio
 
     from tqdm import tqdm
 
     from agentgym.evaluation.preparation import Preparations
-    from agentgym.evaluation.runner import run_eval
+    from agentgym.evaluation.runner import Together, run_eval
     from agentgym.images import ImageOptions
     from agentgym.llm.policies import make_policy, parse_spec
 
-    policy = make_policy(spec, **_policy_options(args, parse_spec(spec)[0]))
-    out = out or base / _slug(policy.name)
+    policies = [make_policy(spec, **_policy_options(args, parse_spec(spec)[0])) for spec in specs]
+    outs = [out or base / _slug(policy.name) for policy in policies]
     system_prompt = Path(args.system_prompt_file).read_text() if args.system_prompt_file else DEFAULT_SYSTEM_PROMPT
-    bars: list[tqdm] = []
+    backend = "ray" if args.ray is not None else args.backend
+    bars: dict[int, tqdm] = {}
 
-    def on_plan(total: int, done: int) -> None:
-        bars.append(tqdm(desc=policy.name, total=total, initial=done, unit="episode", disable=args.no_progress))
+    def on_plan(index: int) -> Callable[[int, int], None]:
+        def show(total: int, done: int) -> None:
+            bars[index] = tqdm(
+                desc=policies[index].name,
+                total=total,
+                initial=done,
+                unit="episode",
+                position=index,
+                disable=args.no_progress,
+            )
+
+        return show
 
     def on_preparing(preparations: Preparations) -> None:
-        """The bar shows the preparations beside the episodes: how many ended, which run now, which failed."""
+        """The first bar shows the preparations beside the episodes: how many ended, which run now, which failed."""
         running = f": {', '.join(preparations.running)}" if preparations.running else ""
         failed = f", {len(preparations.failed)} failed" if preparations.failed else ""
         if bars:
-            bars[0].set_postfix_str(f"prepared {preparations.done}/{preparations.total}{failed}{running}")
+            bars[min(bars)].set_postfix_str(f"prepared {preparations.done}/{preparations.total}{failed}{running}")
 
-    async def main() -> object:
-        try:
-            return await run_eval(
+    async def main() -> list:
+        together = Together.start(
+            items,
+            seed=args.seed,
+            backend=backend,
+            prepare=not args.no_prepare,
+            on_prepare=lambda line: tqdm.write(line, file=sys.stderr),
+            prepare_concurrency=args.prepare_concurrency,
+            on_preparing=on_preparing,
+        )
+        runs = [
+            run_eval(
                 spec,
                 policy,
                 items,
-                out,
+                folder,
                 seed=args.seed,
                 concurrency=args.concurrency,
                 system_prompt=system_prompt,
                 history_window=args.history_window,
                 env_timeout_s=args.env_timeout,
                 retry_errors=args.retry_errors,
-                backend="ray" if args.ray is not None else args.backend,
+                backend=backend,
                 suite=suite_name,
                 action_format=args.action_format,
                 images=ImageOptions(args.observation, args.max_pixels or None, args.keep_images),
-                on_plan=on_plan,
-                on_episode=lambda record: bars[0].update(1),
-                prepare=not args.no_prepare,
-                on_prepare=lambda line: tqdm.write(line, file=sys.stderr),
-                prepare_concurrency=args.prepare_concurrency,
-                on_preparing=on_preparing,
+                on_plan=on_plan(index),
+                on_episode=lambda record, index=index: bars[index].update(1),
                 infra_retries=args.infra_retries,
                 family_concurrency=parse_limits(args.family_concurrency),
                 protocol=getattr(args, "protocol", None),
+                together=together,
             )
+            for index, (spec, policy, folder) in enumerate(zip(specs, policies, outs))
+        ]
+        try:
+            return await asyncio.gather(*runs)
         finally:
-            await policy.aclose()
+            await together.aclose()
+            for policy in policies:
+                await policy.aclose()
 
     try:
-        stats = asyncio.run(main())
+        all_stats = asyncio.run(main())
     except KeyboardInterrupt:
-        print(f"\nInterrupted. Finished episodes are in {out}; run the same command again to resume.")
+        where = ", ".join(map(str, outs))
+        print(f"\nInterrupted. Finished episodes are in {where}; run the same command again to resume.")
         return None
     finally:
-        for bar in bars:
+        for bar in bars.values():
             bar.close()
-    print(
-        f"{out}: played {stats.played} episodes ({stats.errored} errored), {stats.steps} steps "
-        f"in {stats.wall_s:.1f} s; {stats.skipped} were already done."
-    )
-    return out
+    for folder, stats in zip(outs, all_stats):
+        print(
+            f"{folder}: played {stats.played} episodes ({stats.errored} errored), {stats.steps} steps "
+            f"in {stats.wall_s:.1f} s; {stats.skipped} were already done."
+        )
+    return outs
 
 
 def _arena(args: argparse.Namespace) -> int:
@@ -463,9 +491,18 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--prepare-concurrency",
         type=int,
+        default=DEFAULT_PREPARE_CONCURRENCY,
+        metavar="N",
+        help="envs prepared at once, in the background, while the episodes of ready envs play "
+        f"(default {DEFAULT_PREPARE_CONCURRENCY})",
+    )
+    evaluate.add_argument(
+        "--policies-at-once",
+        type=int,
         default=1,
         metavar="N",
-        help="envs prepared at once, in the background, while the episodes of ready envs play (default 1)",
+        help="play the episodes of N of the --policy policies at the same time (each with --concurrency), sharing "
+        "the envs' preparation and the families' limits (default 1: one policy after another)",
     )
     evaluate.add_argument(
         "--no-prepare", action="store_true", help="skip the envs' preparation for the tasks the run plays"

@@ -59,6 +59,21 @@ def test_eval_prints_the_leaderboard_of_its_runs(tmp_path: Path, capsys: pytest.
     assert "10 were already done" in capsys.readouterr().out
 
 
+def test_policies_played_at_once_score_as_one_after_another(tmp_path: Path) -> None:
+    from agentgym.evaluation.results import read_episodes
+
+    def outcomes(folder: Path) -> dict[str, tuple]:
+        return {key: (r.score, r.success, r.steps) for key, r in read_episodes(folder).items()}
+
+    base = ["eval", "--env", "FrozenLake-v0", "--env", "Maze-v0", "--episodes", "6", "--no-progress"]
+    for name, at_once in (("apart", "1"), ("together", "2")):
+        argv = [*base, "--policy", "oracle", "--policy", "random", "--policies-at-once", at_once]
+        assert main([*argv, "--out", str(tmp_path / name)]) == 0
+    for policy in ("oracle", "random"):
+        assert outcomes(tmp_path / "apart" / policy) == outcomes(tmp_path / "together" / policy)
+        assert len(outcomes(tmp_path / "together" / policy)) == 12
+
+
 def test_eval_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["eval", "--no-progress"]) == 2
     assert "--env ID" in capsys.readouterr().err

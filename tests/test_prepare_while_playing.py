@@ -50,6 +50,10 @@ def prepare_broken(env_id: str, kwargs: dict[str, Any], report: Any) -> None:
         raise RuntimeError("the site would not install")
 
 
+#: Episodes of :class:`OneAtATimeEnv` in flight now, and the most there were at once.
+IN_FLIGHT = {"now": 0, "most": 0}
+
+
 class SayGoEnv(TextEnv):
     """Say 'go' to win."""
 
@@ -76,7 +80,24 @@ class SayGoEnv(TextEnv):
         return "go"
 
 
+class OneAtATimeEnv(SayGoEnv):
+    """A family that holds one episode at a time (``max_concurrency`` 1); counts its episodes in flight."""
+
+    def _generate(self, task_id: int) -> str:
+        with _lock:
+            IN_FLIGHT["now"] += 1
+            IN_FLIGHT["most"] = max(IN_FLIGHT["most"], IN_FLIGHT["now"])
+        return super()._generate(task_id)
+
+    def _execute(self, command: str) -> str:
+        time.sleep(0.05)
+        with _lock:
+            IN_FLIGHT["now"] -= 1
+        return super()._execute(command)
+
+
 ENVS = {
+    "OneAtATime-v0": {"entry_point": f"{__name__}:OneAtATimeEnv", "max_concurrency": 1},
     "SlowReady-v0": {"prepare": f"{__name__}:prepare_slow"},
     "SlowReadyToo-v0": {"prepare": f"{__name__}:prepare_slow"},
     "NeverReady-v0": {"prepare": f"{__name__}:prepare_broken"},
@@ -89,12 +110,11 @@ def registered_envs() -> Iterator[None]:
     for env_id, extra in ENVS.items():
         agentgym.register(
             env_id,
-            entry_point=f"{__name__}:SayGoEnv",
+            **{"entry_point": f"{__name__}:SayGoEnv", **extra},
             family=env_id.lower(),
             description="prepare-while-playing test env",
             splits=SayGoEnv.splits,
             max_episode_steps=3,
-            **extra,
         )
     yield
     for env_id in ENVS:
@@ -165,6 +185,30 @@ def test_preparations_are_bounded_and_ordered(tmp_path: Path) -> None:
     evaluate([EvalItem("SlowReady-v0", 1), EvalItem("SlowReadyToo-v0", 1)], tmp_path / "two", prepare_concurrency=2)
     (_, _, start, end), (_, _, other_start, other_end) = PREPARED
     assert max(start, other_start) < min(end, other_end)  # both at once
+
+
+def test_policies_played_at_once_share_the_preparation_and_the_families_limits(tmp_path: Path) -> None:
+    """Two runs together (`agentgym eval --policies-at-once 2`): the slow id is prepared once for both, and a
+    family that holds one episode at a time never has two, whichever run they belong to."""
+    from agentgym.evaluation.runner import Together
+
+    items = [EvalItem("SlowReady-v0", 2), EvalItem("OneAtATime-v0", 4), EvalItem("Ready-v0", 2)]
+    IN_FLIGHT.update(now=0, most=0)
+
+    async def together() -> list[Any]:
+        shared = Together.start(items)
+        try:
+            runs = [run_eval("oracle", OraclePolicy(), items, tmp_path / name, together=shared) for name in "ab"]
+            return await asyncio.gather(*runs)
+        finally:
+            await shared.aclose()
+
+    stats = asyncio.run(together())
+    assert [(one.played, one.errored) for one in stats] == [(8, 0), (8, 0)]
+    assert [label for label, *_ in PREPARED] == ["SlowReady-v0"]  # once, for both runs
+    assert IN_FLIGHT["most"] == 1
+    for name in "ab":
+        assert all(record.status == "ok" and record.success for record in read_episodes(tmp_path / name).values())
 
 
 def test_an_id_whose_preparation_fails_errors_clearly_and_finished_work_is_kept(tmp_path: Path) -> None:

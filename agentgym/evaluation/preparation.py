@@ -82,6 +82,11 @@ def prepare_items(
     return outcome
 
 
+#: Envs prepared at once by a run: two, so that a long one (building an index) does not hold back another that
+#: waits on other processes more than it computes (installing a site).
+DEFAULT_PREPARE_CONCURRENCY = 2
+
+
 class Preparations:
     """A run's preparations in the background, at most ``parallel`` at once, in the items' order.
 

@@ -52,7 +52,14 @@ from agentgym.core import INFRA_ERROR_KEY
 from agentgym.evaluation.env_host import EnvFailure, EnvHost, InfraFailure
 from agentgym.evaluation.fingerprint import recorded_fingerprint
 from agentgym.evaluation.plan import EvalItem, PlannedEpisode, plan, planned_tasks
-from agentgym.evaluation.preparation import Preparations, family_limits, interleave, limit_key, ready_first
+from agentgym.evaluation.preparation import (
+    DEFAULT_PREPARE_CONCURRENCY,
+    Preparations,
+    family_limits,
+    interleave,
+    limit_key,
+    ready_first,
+)
 from agentgym.evaluation.records import EpisodeRecord, Tokens, Turn
 from agentgym.evaluation.results import Tally, play_missing
 from agentgym.images import ImageOptions, replace_images
@@ -99,6 +106,7 @@ class Runner:
         retry_delay_s: float = 1.0,
         family_concurrency: Mapping[str, int] | None = None,
         ready: Callable[[str], Awaitable[str | None]] | None = None,
+        slots: dict[str, asyncio.Semaphore | None] | None = None,
     ) -> None:
         self.policy = policy
         #: ``await ready(label)``: when an env of that item may be made (``None``), or why it cannot.
@@ -107,8 +115,9 @@ class Runner:
         self.retry_delay_s = retry_delay_s
         #: The user's per-family (or per-id) concurrency limits, over the families' own.
         self.family_concurrency = dict(family_concurrency or {})
-        #: Per limit key: the semaphore of a limited family, None for an unlimited one.
-        self._slots: dict[str, asyncio.Semaphore | None] = {}
+        #: Per limit key: the semaphore of a limited family, None for an unlimited one (``slots``: shared with
+        #: the runners of other policies played at once, so that a family's limit holds across them).
+        self._slots: dict[str, asyncio.Semaphore | None] = {} if slots is None else slots
         self.images = images or ImageOptions()
         self.action_format = action_format
         self.folder = folder
@@ -415,6 +424,46 @@ def run_description(
     return description
 
 
+@dataclass
+class Together:
+    """What the runs of several policies played at once (:func:`run_eval` with ``together=``) share: one
+    preparation of each env (None: not prepared) and the families' slots, so that a family's
+    ``max_concurrency`` holds across the runs. Make it with :meth:`start` on the running event loop; ``aclose``."""
+
+    preparations: Preparations | None
+    slots: dict[str, asyncio.Semaphore | None]
+
+    @classmethod
+    def start(
+        cls,
+        items: list[EvalItem],
+        *,
+        seed: int = 0,
+        backend: str | None = None,
+        prepare: bool = True,
+        on_prepare: Callable[[str], None] | None = None,
+        prepare_concurrency: int = DEFAULT_PREPARE_CONCURRENCY,
+        on_preparing: Callable[[Preparations], None] | None = None,
+    ) -> Together:
+        """Start preparing ``items``' envs for the tasks a run with ``seed`` plays (see :func:`run_eval`)."""
+        preparations = None
+        if prepare:
+            preparations = Preparations(
+                items,
+                backend,
+                on_prepare or (lambda line: None),
+                planned_tasks(plan(items, seed)),
+                prepare_concurrency,
+                on_change=(lambda: on_preparing(preparations)) if on_preparing is not None else (lambda: None),
+            )
+            preparations.start()
+        return cls(preparations, {})
+
+    async def aclose(self) -> None:
+        if self.preparations is not None:
+            await self.preparations.aclose()
+
+
 async def run_eval(
     policy_spec: str,
     policy: Policy,
@@ -435,11 +484,12 @@ async def run_eval(
     images: ImageOptions | None = None,
     prepare: bool = True,
     on_prepare: Callable[[str], None] | None = None,
-    prepare_concurrency: int = 1,
+    prepare_concurrency: int = DEFAULT_PREPARE_CONCURRENCY,
     on_preparing: Callable[[Preparations], None] | None = None,
     infra_retries: int = 2,
     family_concurrency: Mapping[str, int] | None = None,
     protocol: Mapping[str, Any] | None = None,
+    together: Together | None = None,
 ) -> RunStats:
     """Run (or resume) an evaluation into ``out``; returns what this invocation did.
 
@@ -457,7 +507,10 @@ async def run_eval(
     :class:`~agentgym.evaluation.preparation.Preparations`). ``infra_retries`` bounds the replays of an
     episode whose env's infrastructure failed; ``family_concurrency`` (family or id -> N) overrides the
     families' declared limits.
-    ``protocol`` (a published protocol suite's block) is recorded in ``run.json``.
+    ``protocol`` (a published protocol suite's block) is recorded in ``run.json``. With ``together`` (a
+    :class:`Together` of runs played at once, over the same ``items`` and ``seed``), this run waits on its
+    preparations instead of making its own (``prepare`` and the preparation arguments are then its) and shares
+    its families' slots.
     """
     if action_format == "tools" and system_prompt == DEFAULT_SYSTEM_PROMPT:
         system_prompt = DEFAULT_TOOLS_SYSTEM_PROMPT  # the text prompt asks for 'Action:' lines
@@ -476,18 +529,19 @@ async def run_eval(
     planned = plan(items, seed)
     if family_limits({item.env for item in items}, family_concurrency):  # no capped family at the queue's head
         planned = interleave(planned, key=lambda episode: limit_key(episode.item.env, family_concurrency))
-    preparations = None
-    if prepare:
-        preparations = Preparations(
-            items,
-            backend,
-            on_prepare or (lambda line: None),
-            planned_tasks(planned),
-            prepare_concurrency,
-            on_change=(lambda: on_preparing(preparations)) if on_preparing is not None else (lambda: None),
-        )
+    own = together is None
+    together = together or Together.start(
+        items,
+        seed=seed,
+        backend=backend,
+        prepare=prepare,
+        on_prepare=on_prepare,
+        prepare_concurrency=prepare_concurrency,
+        on_preparing=on_preparing,
+    )
+    preparations = together.preparations
+    if preparations is not None:
         planned = ready_first(planned, lambda episode: episode.item.label, preparations.labels)
-        preparations.start()
     runner = Runner(
         policy,
         Path(out),
@@ -500,6 +554,7 @@ async def run_eval(
         infra_retries=infra_retries,
         family_concurrency=family_concurrency,
         ready=None if preparations is None else preparations.wait,
+        slots=together.slots,
     )
     steps = 0
 
@@ -523,6 +578,6 @@ async def run_eval(
         )
     finally:
         runner.close()
-        if preparations is not None:
-            await preparations.aclose()
+        if own:
+            await together.aclose()
     return RunStats(**vars(tally), steps=steps, wall_s=time.perf_counter() - clock)
