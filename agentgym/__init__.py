@@ -24,7 +24,7 @@ from agentgym.core import (
 )
 from agentgym.plugins import load_plugins
 from agentgym.registry import EnvInfo, env_info, list_envs, prepare_env, register, register_families
-from agentgym.vector import SharedTextBatch  # registers UnicodeText with Gymnasium's vector shared memory
+from agentgym.vector import SharedTextBatch  # noqa: F401 (registers UnicodeText with Gymnasium's vector shared memory)
 from agentgym.wrappers import ChatWrapper
 
 __version__ = "0.1.0"

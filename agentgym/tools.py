@@ -478,7 +478,8 @@ def command_to_tool_call(tools: tuple[Tool, ...], command: str) -> ToolCall | No
     {container}`` wins over ``take {object}``, and a catch-all ``{command}`` comes last);
     a match counts only if the call passes its schema and maps back onto ``command``
     (exactly; for templates with ``!j`` fields, onto a command that reads back as the
-    same arguments, since ``'a'`` and ``"a"`` are one literal). Useful to turn text trajectories (an oracle's, a dataset's) into tool calls.
+    same arguments, since ``'a'`` and ``"a"`` are one literal). Useful to turn text trajectories (an oracle's,
+    a dataset's) into tool calls.
     """
     forms = [(tool, template) for tool in tools for template in tool.templates]
     forms.sort(key=lambda form: -sum(len(literal) for literal, *_ in string.Formatter().parse(form[1])))
@@ -490,7 +491,8 @@ def command_to_tool_call(tools: tuple[Tool, ...], command: str) -> ToolCall | No
         properties = tool.parameters.get("properties", {})
         try:
             arguments = {
-                name: _value(text, properties.get(name, {}), conversions[name]) for name, text in match.groupdict().items()
+                name: _value(text, properties.get(name, {}), conversions[name])
+                for name, text in match.groupdict().items()
             }
             check_arguments(tool.parameters, arguments)
             rendered = tool.command(arguments)

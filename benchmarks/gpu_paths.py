@@ -541,8 +541,9 @@ def write(data: dict[str, Any], results: Path, total_s: float) -> None:
         lines += ["", "## serve-model on the GPU", ""]
         for i, it in enumerate(serving.get("trainer_openai_backend", [])):
             lines.append(
-                f"- trainer, `rollout.backend: openai` + LoRA hot-load, iteration {i}: rollout {it['rollout_s']:.1f} s, "
-                f"update {it['update_s']:.2f} s, logprob mismatch {it['logprob_mismatch_mean']:.4f} "
+                f"- trainer, `rollout.backend: openai` + LoRA hot-load, iteration {i}: "
+                f"rollout {it['rollout_s']:.1f} s, update {it['update_s']:.2f} s, "
+                f"logprob mismatch {it['logprob_mismatch_mean']:.4f} "
                 f"(max {it['logprob_mismatch_max']:.3f}), {it['model_tokens']} sampled tokens"
             )
         if "adapter_loaded" in serving:
@@ -552,7 +553,8 @@ def write(data: dict[str, Any], results: Path, total_s: float) -> None:
             ev = serving["eval"]
             lines.append(
                 f"- `agentgym eval --policy openai:...` at concurrency {data['shape']['concurrency']}: "
-                f"{ev['episodes']} episodes ({ev['errored']} errored, exit code {ev['exit_code']}), {ev['turns']} turns, "
+                f"{ev['episodes']} episodes ({ev['errored']} errored, exit code {ev['exit_code']}), "
+                f"{ev['turns']} turns, "
                 f"{ev['completion_tokens']} completion tokens in {ev['wall_s']:.1f} s "
                 f"({ev['completion_tokens_per_s']:.0f} tokens/s, process start included)"
             )

@@ -120,9 +120,10 @@ def main() -> int:
     probe.close()
     warmup = plan[:1]
     times: dict[str, list[float]] = {}
-    with serving_in_thread(create_app([args.env])) as serve_url, serving_in_thread(
-        EnvMCPServer(args.env).http_app()
-    ) as mcp_base:
+    with (
+        serving_in_thread(create_app([args.env])) as serve_url,
+        serving_in_thread(EnvMCPServer(args.env).http_app()) as mcp_base,
+    ):
         mcp_url = f"{mcp_base}/mcp"
         time_steps(gym.make(args.env), warmup), time_steps(RemoteEnv(serve_url, args.env), warmup)
         asyncio.run(time_openenv(serve_url, args.env, warmup, calls)), asyncio.run(time_mcp(mcp_url, warmup, calls))

@@ -23,7 +23,5 @@ def record(name: str, title: str, setup: str, table: str, data: Any, command: st
         f"Python {platform.python_version()}"
     )
     command = command or f"python benchmarks/{name}.py"
-    (RESULTS / f"{name}.md").write_text(
-        f"# {title}\n\n`{command}` ({setup}; {machine})\n\n{table}\n", encoding="utf-8"
-    )
+    (RESULTS / f"{name}.md").write_text(f"# {title}\n\n`{command}` ({setup}; {machine})\n\n{table}\n", encoding="utf-8")
     (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

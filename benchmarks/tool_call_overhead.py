@@ -45,7 +45,11 @@ def as_message(base: Any, command: str, number: int) -> dict[str, Any]:
     call = command_to_tool_call(base.tool_specs(), command)
     assert call is not None, command
     function = {"name": call.name, "arguments": json.dumps(call.arguments)}
-    return {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{number}", "type": "function", "function": function}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": f"c{number}", "type": "function", "function": function}],
+    }
 
 
 def replay(env: gym.Env, episodes: list[tuple[int, list[Any]]], repeats: int) -> list[int]:
@@ -65,7 +69,10 @@ def measure(env_id: str, task_ids: range, repeats: int) -> dict[str, Any]:
     base = env.unwrapped
     episodes = oracle_commands(env, task_ids)
     text = [(task_id, [f"Action: {command}" for command in commands]) for task_id, commands in episodes]
-    tools = [(task_id, [as_message(base, command, n) for n, command in enumerate(commands)]) for task_id, commands in episodes]
+    tools = [
+        (task_id, [as_message(base, command, n) for n, command in enumerate(commands)])
+        for task_id, commands in episodes
+    ]
     replay(env, text[:2], 1)  # warm caches (tool declarations, catalogs)
     replay(env, tools[:2], 1)
     text_ns, tool_ns = replay(env, text, repeats), replay(env, tools, repeats)

@@ -256,7 +256,8 @@ def test_hf_policy_samples_reproducibly_per_episode(tiny_model_path: Path) -> No
 
 
 def test_batched_sampling_draws_each_token_with_its_probability() -> None:
-    """The exponential race over the batch picks tokens as often as softmax(logits / T) says, and top-p cuts the tail."""
+    """The exponential race over the batch picks tokens as often as softmax(logits / T) says, and top-p cuts the
+    tail."""
     from agentgym.llm.generation import _sample
 
     logits = torch.tensor([2.0, 1.0, 0.0, -1.0]).expand(20_000, 4)

@@ -12,13 +12,14 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install 'agentgym[mcp]')")
 
-import agentgym  # noqa: E402,F401
-from agentgym.integrations.mcp import EPISODE_URI, EnvMCPServer, parse_kwargs  # noqa: E402
-from agentgym.tools import command_to_tool_call  # noqa: E402
 from asgi import serving_in_thread  # noqa: E402
 from mcp.client import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
+
+import agentgym  # noqa: E402,F401
+from agentgym.integrations.mcp import EPISODE_URI, EnvMCPServer, parse_kwargs  # noqa: E402
+from agentgym.tools import command_to_tool_call  # noqa: E402
 
 ENV_ID = "Sokoban-v0"
 TASK_ID = 3

@@ -9,12 +9,13 @@ import pytest
 
 pytest.importorskip("openenv", reason="the openenv extra is not installed (pip install 'agentgym[openenv]')")
 
+from asgi import serving_in_thread  # noqa: E402
+from openenv.core.env_client import EnvClient  # noqa: E402
+
 import agentgym  # noqa: E402,F401
 from agentgym.integrations.openenv import AgentGymAction, AgentGymEnvClient, AgentGymObservation  # noqa: E402
 from agentgym.serving.server import create_app  # noqa: E402
 from agentgym.tools import command_to_tool_call  # noqa: E402
-from asgi import serving_in_thread  # noqa: E402
-from openenv.core.env_client import EnvClient  # noqa: E402
 
 ENV_ID = "Sokoban-v0"
 
@@ -55,7 +56,12 @@ def test_full_episode_state_and_malformed_actions(base_url: str) -> None:
             last = results[-1].observation
             assert last.success and last.score == 1.0 and last.terminated and not last.truncated
             state = await client.state()
-            assert (state.env_id, state.task_id, state.split, state.step_count) == (ENV_ID, 7, "train", len(results) - 1)
+            assert (state.env_id, state.task_id, state.split, state.step_count) == (
+                ENV_ID,
+                7,
+                "train",
+                len(results) - 1,
+            )
             assert state.success and state.score == 1.0 and state.episode_id
 
             await client.reset(task_id=7)
@@ -77,9 +83,10 @@ def test_sessions_are_isolated_and_openenv_routes_answer(base_url: str) -> None:
     import httpx
 
     async def scenario() -> None:
-        async with AgentGymEnvClient(base_url, env_id=ENV_ID) as one, AgentGymEnvClient(
-            base_url, env_id="Sokoban-2Boxes-v0"
-        ) as two:
+        async with (
+            AgentGymEnvClient(base_url, env_id=ENV_ID) as one,
+            AgentGymEnvClient(base_url, env_id="Sokoban-2Boxes-v0") as two,
+        ):
             await asyncio.gather(one.reset(task_id=1), two.reset(task_id=2))
             await one.step("Action: up")
             states = await asyncio.gather(one.state(), two.state())

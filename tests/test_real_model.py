@@ -117,7 +117,8 @@ def test_recorded_real_replies_are_read_as_recorded(episode: dict[str, Any]) -> 
 
 
 def test_the_real_model_leaderboard_plays_every_family_of_the_quick_suite() -> None:
-    """``benchmarks/real_model.yaml`` (the suite of the recorded real-model leaderboard) keeps up with the quick suite."""
+    """``benchmarks/real_model.yaml`` (the suite of the recorded real-model leaderboard) keeps up with the quick
+    suite."""
     import yaml
 
     from agentgym.evaluation.suites import load_suite

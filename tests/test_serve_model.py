@@ -75,9 +75,7 @@ def test_chat_completion(server: tuple[str, Batcher], generator: Generator) -> N
     assert reply["usage"]["completion_tokens"] == 3 and reply["choices"][0]["logprobs"] is None
 
 
-def test_chat_completion_streams_the_reply_as_it_is_sampled(
-    server: tuple[str, Batcher], generator: Generator
-) -> None:
+def test_chat_completion_streams_the_reply_as_it_is_sampled(server: tuple[str, Batcher], generator: Generator) -> None:
     """``stream: true`` (what verifiers' chat harness always sends) gets OpenAI's chunks while the reply is sampled;
     the SDK reassembles them into the reply a plain request gets."""
     import openai
@@ -103,7 +101,12 @@ def test_chat_completion_streams_the_reply_as_it_is_sampled(
     # A stop string never shows, not even its first characters while it was still being sampled.
     stop = expected.text[4:7]
     streamed = client.chat.completions.create(
-        model=MODEL, messages=CHAT, temperature=0, max_tokens=12, stop=stop, stream=True  # type: ignore[arg-type]
+        model=MODEL,
+        messages=CHAT,
+        temperature=0,
+        max_tokens=12,
+        stop=stop,
+        stream=True,  # type: ignore[arg-type]
     )
     text = "".join(chunk.choices[0].delta.content or "" for chunk in streamed if chunk.choices)
     assert text == expected.text[: expected.text.find(stop)]
@@ -118,7 +121,12 @@ def test_streamed_text_holds_back_what_may_still_change() -> None:
 
     pieces = {1: "Act", 2: "ion: go\ufffd", 3: "ion: go é", 4: "ion: go é ST", 5: "ion: go é STOP now"}
     text = StreamedText(lambda ids: "".join(pieces[i] for i in ids[:1]) + pieces[ids[-1]] * (len(ids) > 1), ["STOP"])
-    assert [text.delta([1]), text.delta([1, 2]), text.delta([1, 3]), text.delta([1, 4])] == ["Act", "ion: go", " é", " "]
+    assert [text.delta([1]), text.delta([1, 2]), text.delta([1, 3]), text.delta([1, 4])] == [
+        "Act",
+        "ion: go",
+        " é",
+        " ",
+    ]
     assert text.delta([1, 5]) == "" and text.rest("Action: go é ") == ""
     assert text.sent == "Action: go é "
 

@@ -73,7 +73,9 @@ def test_an_env_whose_reset_outlasts_the_cycle_is_still_stepped() -> None:
         with serving_in_thread(create_app(["SlowResetSokoban-v0"], session_ttl_s=5.0)) as url:
             churn = Churn(max_episodes=1, max_steps=3, abandon_probability=0.0, close_probability=1.0)
             report = asyncio.run(
-                soak(url, os.getpid(), {"SlowResetSokoban-v0": 2}, cycles=2, cycle_s=0.5, rest_timeout_s=30, churn=churn)
+                soak(
+                    url, os.getpid(), {"SlowResetSokoban-v0": 2}, cycles=2, cycle_s=0.5, rest_timeout_s=30, churn=churn
+                )
             )
     finally:
         agentgym.registry.unregister("SlowResetSokoban-v0")

@@ -62,7 +62,11 @@ def test_every_declared_tool_is_a_valid_openai_function_with_a_valid_json_schema
     assert tools
     for tool in tools:
         declaration = tool.declaration()
-        assert declaration["type"] == "function" and set(declaration["function"]) == {"name", "description", "parameters"}
+        assert declaration["type"] == "function" and set(declaration["function"]) == {
+            "name",
+            "description",
+            "parameters",
+        }
         assert declaration["function"]["description"]
         jsonschema.Draft202012Validator.check_schema(declaration["function"]["parameters"])
         json.dumps(declaration)
@@ -79,8 +83,16 @@ def test_the_tools_that_step_checks_agree_with_jsonschema() -> None:
     """Our validator (a JSON Schema subset) accepts and rejects what jsonschema does."""
     tools = load_tools("agentgym.environments.code", "tools.yaml", "bugfix")
     cat = next(tool for tool in tools if tool.name == "cat")
-    cases = [{"file": "a.py"}, {"file": "a.py", "start": 3, "end": 9}, {}, {"file": 3}, {"file": "a", "x": 1},
-             {"file": "a", "start": 0}, {"file": "a", "start": "3"}, {"file": "a", "start": True}]
+    cases = [
+        {"file": "a.py"},
+        {"file": "a.py", "start": 3, "end": 9},
+        {},
+        {"file": 3},
+        {"file": "a", "x": 1},
+        {"file": "a", "start": 0},
+        {"file": "a", "start": "3"},
+        {"file": "a", "start": True},
+    ]
     for arguments in cases:
         expected = jsonschema.Draft202012Validator(cat.parameters).is_valid(arguments)
         try:
@@ -94,11 +106,15 @@ def test_the_tools_that_step_checks_agree_with_jsonschema() -> None:
 def test_declarations_refuse_what_they_cannot_check() -> None:
     base = {"name": "f", "command": "f {x}"}
     with pytest.raises(ValueError, match="not supported"):
-        tool_from_spec(base | {"parameters": {"type": "object", "properties": {"x": {"type": "string", "pattern": "a"}}}})
+        tool_from_spec(
+            base | {"parameters": {"type": "object", "properties": {"x": {"type": "string", "pattern": "a"}}}}
+        )
     with pytest.raises(ValueError, match="not parameters"):
         tool_from_spec(base | {"parameters": {"type": "object", "properties": {}}})
     with pytest.raises(ValueError, match="conversion"):
-        tool_from_spec(base | {"command": "f {x!r}", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}})
+        tool_from_spec(
+            base | {"command": "f {x!r}", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}
+        )
 
 
 def test_an_env_without_a_tools_file_gets_the_generic_act_tool() -> None:
@@ -166,13 +182,19 @@ def test_a_message_without_tool_calls_is_a_text_reply(sokoban: gym.Env) -> None:
 
 MALFORMED = {
     "unknown tool": (call("jump", height=2), "there is no tool 'jump'; the tools are move"),
-    "bad json": ({"id": "c", "type": "function", "function": {"name": "move", "arguments": '{"direction": '}}, "not valid JSON"),
+    "bad json": (
+        {"id": "c", "type": "function", "function": {"name": "move", "arguments": '{"direction": '}},
+        "not valid JSON",
+    ),
     "not an object": (call("move") | {"function": {"name": "move", "arguments": "[1]"}}, "must be a JSON object"),
     "missing argument": (call("move"), "missing required argument(s) direction"),
     "extra argument": (call("move", direction="up", speed=2), "unexpected argument(s) 'speed'"),
     "wrong type": (call("move", direction=1), "direction must be a string, got integer 1"),
     "enum": (call("move", direction="north"), 'direction must be one of "up", "down", "left", "right"'),
-    "two calls": (message(call("move", "a", direction="up"), call("move", "b", direction="up")), "2 tool calls in one turn"),
+    "two calls": (
+        message(call("move", "a", direction="up"), call("move", "b", direction="up")),
+        "2 tool calls in one turn",
+    ),
     "no name": ({"id": "c", "type": "function", "function": {"name": "", "arguments": "{}"}}, "names no function"),
     "not a function": ({"id": "c", "type": "code", "function": {"name": "move"}}, "only function tool calls"),
     "wrong role": ({"role": "user", "tool_calls": [call("move", direction="up")]}, "role 'assistant'"),

@@ -70,7 +70,7 @@ def test_tool_call_rollouts_are_token_exact(tiny_tool_model_path: Path) -> None:
         assert trajectory.turn_ends[turn] == position + len(ids) - 1
         position += len(ids)
         if turn < 2:
-            assert sampler.prompts[turn + 1] == trajectory.token_ids[:next_sample(trajectory, position)]
+            assert sampler.prompts[turn + 1] == trajectory.token_ids[: next_sample(trajectory, position)]
             position = next_sample(trajectory, position)
     assert position == len(trajectory.token_ids)
 

@@ -107,7 +107,10 @@ def test_a_batch_decodes_as_each_prompt_alone(architecture: str, qwen: VisionGen
     generator = qwen if architecture == "qwen2-vl" else load_generator(llava_path, device="cpu")
     requests = [
         Request(chat(screen(4)), SamplingParams(temperature=0, max_new_tokens=5)),
-        Request([{"role": "user", "content": "Action: up, then a longer text-only prompt"}], SamplingParams(temperature=0, max_new_tokens=5)),
+        Request(
+            [{"role": "user", "content": "Action: up, then a longer text-only prompt"}],
+            SamplingParams(temperature=0, max_new_tokens=5),
+        ),
         Request(chat(screen(5), screen(6)), SamplingParams(temperature=1.0, max_new_tokens=5, seed=3)),
     ]
     together = generator.generate(requests)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import io
 import threading
@@ -105,10 +106,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def handle(self) -> None:
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the browser gave up (a timeout test)
             super().handle()
-        except (BrokenPipeError, ConnectionResetError):  # the browser gave up on the page (a timeout test)
-            pass
 
     def log_message(self, *args: object) -> None:
         pass

@@ -30,7 +30,7 @@ from agentgym.environments.webshop.reward import RULES, SpacyNounTagger, get_rew
 
 # ---- the original, re-implemented ------------------------------------------------------------
 
-_COLORS = (
+_COLORS = (  # noqa: SIM905 (a word list reads best as words)
     "alabaster apricot aqua ash asphalt azure banana beige black blue blush bordeaux bronze brown burgundy "
     "camel camo caramel champagne charcoal cheetah chestnut chocolate christmas coffee cognac copper coral "
     "cranberry cream crystal dark denim eggplant elephant espresso fuchsia gold granite grape graphite grass "
@@ -264,7 +264,9 @@ def test_style_arborio_bought_jasmine_elsewhere_does_not_match() -> None:
 def test_the_option_count_never_exceeds_the_goal_options() -> None:
     product = rice("Acme Arborio Rice", {"style": ("arborio",), "size": ("2 lb",)})
     # Two purchased values both match the one goal value: still one match.
-    reward, info = get_reward(product, rice_goal({"style": "arborio"}), 9.99, {"style": "arborio", "x": "arborio"}, RULES)
+    reward, info = get_reward(
+        product, rice_goal({"style": "arborio"}), 9.99, {"style": "arborio", "x": "arborio"}, RULES
+    )
     assert info["option_matches"] == 1 and reward == 1.0
 
 

@@ -17,7 +17,9 @@ T = TypeVar("T")
 
 def make_env(env_id: str, kwargs: dict[str, Any] | None = None, max_episode_steps: int | None = None) -> gym.Env:
     """``gym.make`` of a registered agentgym id (``TimeLimit`` as registered unless given)."""
-    return gym.make(env_info(env_id).id, max_episode_steps=max_episode_steps, disable_env_checker=True, **(kwargs or {}))
+    return gym.make(
+        env_info(env_id).id, max_episode_steps=max_episode_steps, disable_env_checker=True, **(kwargs or {})
+    )
 
 
 def reset_options(task_id: int | None = None, split: str | None = None) -> dict[str, Any] | None:

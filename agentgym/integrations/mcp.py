@@ -248,7 +248,9 @@ class EnvMCPServer:
         manager = StreamableHTTPSessionManager(
             app=self.server, security_settings=security, session_idle_timeout=session_ttl_s or None
         )
-        return Starlette(routes=[Route(path, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda _: manager.run())
+        return Starlette(
+            routes=[Route(path, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda _: manager.run()
+        )
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -296,7 +298,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--path", default="/mcp", help="HTTP: the endpoint's path")
     parser.add_argument("--max-episode-steps", type=int, help="step limit (default: the registered one)")
     parser.add_argument(
-        "--session-ttl", type=float, default=600.0, metavar="SECONDS", help="HTTP: close sessions idle this long (0: never)"
+        "--session-ttl",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="HTTP: close sessions idle this long (0: never)",
     )
     parser.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"))
     return parser

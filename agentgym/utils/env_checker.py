@@ -16,6 +16,7 @@ Every transition it sees (reset or step, in every phase) is checked for the rule
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -299,10 +300,8 @@ class _Checker:
         """Replies a seeded policy picks from: a legal action, the oracle's, garbage."""
         pool = [self.oracle_action(), "Action: " + self.oracle_action(), "garbage"]
         if self.enumerable:
-            try:
+            with contextlib.suppress(NotImplementedError):
                 pool.append(self.base.random_action(rng))
-            except NotImplementedError:
-                pass
         return pool
 
     def trajectory(self, task_id: int, seed: int, steps: int) -> list[tuple]:

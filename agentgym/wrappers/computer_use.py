@@ -86,9 +86,7 @@ class ComputerUseWrapper(gym.Wrapper):
         """The env command ``action`` maps onto; :class:`~agentgym.computer_use.FormatError` if none."""
         played = self.format.read(action, self.geometry, self.pointer)
         if played.name not in self.supported:
-            raise FormatError(
-                f"this environment has no {played.name} action; it takes {', '.join(self.supported)}"
-            )
+            raise FormatError(f"this environment has no {played.name} action; it takes {', '.join(self.supported)}")
         return played
 
     def _observe(self, observation: Any) -> None:

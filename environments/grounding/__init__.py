@@ -1,7 +1,8 @@
 """Grounding: click the element a phrase describes on a screenshot of a page agentgym already runs.
 
 ``Grounding-v0`` mixes every source of ``sources.yaml`` (MiniWoB++, WebShop and the desktop's apps);
-``Grounding-<Source>-v0`` plays one (``Grounding-MiniWoB-v0``, ``Grounding-WebShop-v0``, ``Grounding-Desktop-v0``, ``Grounding-WebApps-v0``).
+``Grounding-<Source>-v0`` plays one (``Grounding-MiniWoB-v0``, ``Grounding-WebShop-v0``, ``Grounding-Desktop-v0``,
+``Grounding-WebApps-v0``).
 The tasks ship as each source's task index (``tasks/``); a task's screenshot is rendered into the cache when
 the task is first used or prepared (``agentgym prepare --env Grounding-v0``: all of them) and only read
 afterwards (docs/envs/grounding.md).

@@ -118,7 +118,9 @@ class WebShopEnv(TextEnv):
     def _generate(self, task_id: int) -> str:
         self.goal_index = self.shop.goal_index(task_id)
         goal = self.shop.goals[self.goal_index]
-        self.session = Session(self.shop, goal, show_attributes=self.show_attributes, price=self.price, tagger=self.tagger)
+        self.session = Session(
+            self.shop, goal, show_attributes=self.show_attributes, price=self.price, tagger=self.tagger
+        )
         return goal.instruction_text
 
     def _current(self) -> Session:

@@ -331,7 +331,7 @@ def attribute_matches(purchased: Product, goal: Goal) -> int:
     description = purchased.description.lower()
     matches = 0
     for wanted in goal.attributes:
-        if any(token_set_ratio(have, wanted) > FUZZY_THRESHOLD for have in purchased.attributes):
+        if any(token_set_ratio(have, wanted) > FUZZY_THRESHOLD for have in purchased.attributes):  # noqa: SIM114
             matches += 1
         elif wanted in title or wanted in bullets or wanted in description:
             matches += 1
