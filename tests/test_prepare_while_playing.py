@@ -43,6 +43,11 @@ def prepare_slow(env_id: str, kwargs: dict[str, Any], report: Any, task_ids: Col
         PREPARED.append((env_id, None if task_ids is None else list(task_ids), started, time.monotonic()))
 
 
+def prepare_slow_too(env_id: str, kwargs: dict[str, Any], report: Any, task_ids: Collection[int] | None = None) -> None:
+    """Another family's slow preparation (another hook)."""
+    prepare_slow(env_id, kwargs, report, task_ids)
+
+
 def prepare_broken(env_id: str, kwargs: dict[str, Any], report: Any) -> None:
     """A whole-id preparation that fails while :data:`BROKEN` says so."""
     time.sleep(0.2)
@@ -99,7 +104,8 @@ class OneAtATimeEnv(SayGoEnv):
 ENVS = {
     "OneAtATime-v0": {"entry_point": f"{__name__}:OneAtATimeEnv", "max_concurrency": 1},
     "SlowReady-v0": {"prepare": f"{__name__}:prepare_slow"},
-    "SlowReadyToo-v0": {"prepare": f"{__name__}:prepare_slow"},
+    "SlowReadyToo-v0": {"prepare": f"{__name__}:prepare_slow_too"},
+    "SlowReadyTwin-v0": {"prepare": f"{__name__}:prepare_slow"},
     "NeverReady-v0": {"prepare": f"{__name__}:prepare_broken"},
     "Ready-v0": {},
 }
@@ -182,9 +188,12 @@ def test_preparations_are_bounded_and_ordered(tmp_path: Path) -> None:
     (first, _, _, first_end), (second, _, second_start, _) = PREPARED
     assert (first, second) == ("SlowReady-v0", "SlowReadyToo-v0") and first_end <= second_start
     PREPARED.clear()
-    evaluate([EvalItem("SlowReady-v0", 1), EvalItem("SlowReadyToo-v0", 1)], tmp_path / "two", prepare_concurrency=2)
-    (_, _, start, end), (_, _, other_start, other_end) = PREPARED
-    assert max(start, other_start) < min(end, other_end)  # both at once
+    items = [EvalItem("SlowReady-v0", 1), EvalItem("SlowReadyTwin-v0", 1), EvalItem("SlowReadyToo-v0", 1)]
+    evaluate(items, tmp_path / "two", prepare_concurrency=2)
+    spans = {label: (start, end) for label, _, start, end in PREPARED}
+    (start, end), (other_start, other_end) = spans["SlowReady-v0"], spans["SlowReadyToo-v0"]
+    assert max(start, other_start) < min(end, other_end)  # two at once: the next with another hook
+    assert spans["SlowReadyTwin-v0"][0] >= end  # the same hook (one world to build) waits for the first
 
 
 def test_policies_played_at_once_share_the_preparation_and_the_families_limits(tmp_path: Path) -> None:

@@ -88,7 +88,9 @@ DEFAULT_PREPARE_CONCURRENCY = 2
 
 
 class Preparations:
-    """A run's preparations in the background, at most ``parallel`` at once, in the items' order.
+    """A run's preparations in the background, at most ``parallel`` at once, in the items' order, and never two
+    with the same hook at once (two ids of a family, e.g. Search-v0 and Search-Attack-v0, build the same world:
+    the second would only hold a place waiting for the first's lock while another family could prepare).
 
     Each runs in a thread (:func:`prepare_one`); :meth:`wait` is how an episode waits for its env.
     ``on_change()`` is called (on the event loop) whenever one starts or ends: :attr:`done`,
@@ -114,7 +116,10 @@ class Preparations:
         self._ended: dict[str, asyncio.Future[str | None]] = {
             label: asyncio.get_running_loop().create_future() for label in self._items
         }
-        self._limit = asyncio.Semaphore(parallel)
+        self._parallel = parallel
+        self._hooks = {label: env_info(item.env).prepare for label, item in self._items.items()}
+        self._turn = asyncio.Condition()
+        self._waiting: list[str] = []  #: labels not started yet, in their order
         self._jobs: list[asyncio.Task[None]] = []
         self.running: list[str] = []  #: labels being prepared now
         self.failed: dict[str, str] = {}  #: label -> why its preparation failed
@@ -136,23 +141,37 @@ class Preparations:
 
     def start(self) -> None:
         """Start every preparation (each waits for its turn)."""
+        self._waiting = list(self._items)
         self._jobs = [asyncio.create_task(self._prepare(label)) for label in self._items]
 
+    def _may_start(self, label: str) -> bool:
+        """Whether ``label`` is the first waiting one that may start: a place is free and no preparation with its
+        hook runs."""
+        if len(self.running) >= self._parallel:
+            return False
+        busy = {self._hooks[running] for running in self.running}
+        return next((waiting for waiting in self._waiting if self._hooks[waiting] not in busy), None) == label
+
     async def _prepare(self, label: str) -> None:
-        async with self._limit:
+        async with self._turn:
+            await self._turn.wait_for(lambda: self._may_start(label))
+            self._waiting.remove(label)
             self.running.append(label)
+        self._on_change()
+        reason = None
+        try:
+            reason = await asyncio.to_thread(prepare_one, self._items[label], self._report, self._tasks.get(label))
+        except BaseException as error:  # cancelled: the run is over
+            reason = f"not prepared: {type(error).__name__}"
+            raise
+        finally:
+            self.running.remove(label)
+            if reason is not None:
+                self.failed[label] = reason
+            self._ended[label].set_result(reason)
             self._on_change()
-            try:
-                reason = await asyncio.to_thread(prepare_one, self._items[label], self._report, self._tasks.get(label))
-            except BaseException as error:  # cancelled: the run is over
-                reason = f"not prepared: {type(error).__name__}"
-                raise
-            finally:
-                self.running.remove(label)
-                if reason is not None:
-                    self.failed[label] = reason
-                self._ended[label].set_result(reason)
-                self._on_change()
+            async with self._turn:
+                self._turn.notify_all()
 
     async def wait(self, label: str) -> str | None:
         """Wait until ``label``'s env is prepared; ``None`` (ready, or nothing to prepare) or why it failed."""
