@@ -77,15 +77,15 @@ class Session:
     client: str = ""
     #: Closes each open WebSocket channel to this session (called when the session closes).
     channel_closers: set[Callable[[], Any]] = field(default_factory=set)
-    #: The share of its recent calls' time its thread spent running (CPU time over wall time, a moving
-    #: average; None before its first call): high for an env in Python, low for one waiting on another process.
+    #: The share of its recent timed calls' time its thread spent running (CPU time over the time it could have
+    #: run, a moving average; None before its first call): high for an env in Python, low for one waiting on
+    #: another process.
     python_share: float | None = None
     calls: int = 0
 
     async def run(self, function: Callable[[], Any], gate: PythonCalls | None = None) -> Any:
-        """``function()`` where the session's calls run; through ``gate`` when its calls run Python, and every
-        :data:`RECHECK_EVERY`-th call (measured outside the gate, behind every other thread wanting the GIL, an
-        env in Python looks like one that waits)."""
+        """``function()`` where the session's calls run; through ``gate`` (and timed) when its calls run Python,
+        and every :data:`RECHECK_EVERY`-th call of one that waits elsewhere, to measure it again with a turn."""
         if self.executor is None:
             return function()
         self.calls += 1
