@@ -421,6 +421,7 @@ def _policy_options(args: argparse.Namespace, backend: str) -> dict[str, object]
             "max_tokens": args.max_tokens,
             "api_key_env": args.api_key_env,
             "concurrency": args.concurrency,
+            "timeout_s": getattr(args, "request_timeout", None),
         }
     elif backend == "hf":
         options = {
@@ -556,6 +557,14 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--max-tokens", type=int, help="reply length limit (LLM policies)")
     evaluate.add_argument("--quantize", choices=("int8",), help="int8 weights for an hf: model on CPU (faster)")
     evaluate.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key")
+    evaluate.add_argument(
+        "--request-timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="seconds an openai: policy waits for a reply (default 300); a server that answers one request at a "
+        "time, such as llama.cpp's, keeps the others waiting in line",
+    )
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
     evaluate.set_defaults(run=_eval)
 

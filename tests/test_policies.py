@@ -184,6 +184,13 @@ def test_gives_up_after_retries(serve) -> None:
         act(OpenAIPolicy("tiny", server.url, max_retries=2, backoff_s=0.01))
 
 
+def test_a_request_without_an_answer_in_time_is_sent_once_more_then_says_what_to_change(serve) -> None:
+    server = serve([], delay_s=0.5)
+    with pytest.raises(PolicyError, match=r"no answer within 0.1 s, 2 times.*--concurrency.*--request-timeout"):
+        act(OpenAIPolicy("tiny", server.url, timeout_s=0.1, max_retries=6, backoff_s=0.01))
+    assert len(server.requests) == 2
+
+
 def test_unreachable_server_is_a_clear_error() -> None:
     with pytest.raises(PolicyError, match="ConnectError"):
         act(OpenAIPolicy("tiny", "http://127.0.0.1:9/v1", max_retries=1, backoff_s=0.01))

@@ -23,6 +23,9 @@ from agentgym.llm.policies.base import (
 )
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+#: How many times a request that got no answer within the timeout is sent: a server that slow is busy (or queues
+#: requests, as llama.cpp's server does, one at a time), and each resent request joins its line again.
+READ_TIMEOUT_ATTEMPTS = 2
 
 
 #: How servers say a prompt overflows the model's context: vLLM ("maximum context length"), agentgym serve-model
@@ -50,6 +53,8 @@ class OpenAIPolicy(Policy):
     carries the episode's seed so that sampling is reproducible where the server honours
     it. Token usage is taken from the response's ``usage``. A prompt the server refuses as longer than the
     model's context (an HTTP 400 that says so) is sent again without its oldest turns, as many as it takes.
+    Overloads (429, 5xx) and lost connections are retried ``max_retries`` times with backoff; a request with no
+    answer within ``timeout_s`` is sent once more only (``READ_TIMEOUT_ATTEMPTS``).
 
     Load balancing: ``base_url`` may name several endpoints serving the same model, as a
     list or separated by commas (``openai:MODEL@URL1,URL2``). An episode goes to the endpoint
@@ -93,6 +98,7 @@ class OpenAIPolicy(Policy):
             if value is not None
         } | dict(extra_body or {})
         self.max_retries = max_retries
+        self.timeout_s = timeout_s
         self.backoff_s = backoff_s
         self.concurrency = concurrency
         key = api_key or os.environ.get(api_key_env)
@@ -168,8 +174,14 @@ class OpenAIPolicy(Policy):
 
     async def _post(self, path: str, payload: dict[str, Any], episode_key: str) -> tuple[dict[str, Any], str]:
         """The endpoint's JSON answer and the endpoint's URL, retrying (on other endpoints where there are)."""
-        problem, failed = "", None
+        problem, failed, read_timeouts = "", None, 0
         for attempt in range(self.max_retries + 1):
+            if read_timeouts == READ_TIMEOUT_ATTEMPTS:
+                raise PolicyError(
+                    f"{self.base_url}{path}: no answer within {self.timeout_s:g} s, {read_timeouts} times. A server "
+                    "that answers one request at a time (llama.cpp's server) keeps each in line behind the others: "
+                    "lower `agentgym eval --concurrency` or raise --request-timeout"
+                )
             if attempt:
                 await asyncio.sleep(self._backoff(attempt))
             index = self._endpoint(episode_key, failed)
@@ -179,6 +191,7 @@ class OpenAIPolicy(Policy):
                 response = await self._client.post(f"{url}{path}", json=payload)
             except httpx.TransportError as error:
                 problem = f"{url}: {type(error).__name__}: {error}"
+                read_timeouts += isinstance(error, httpx.ReadTimeout)
                 continue
             finally:
                 self.in_flight[index] -= 1
