@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentgym.browser.commands import Command, parse_command
-from agentgym.browser.page import BrowserError, BrowserPool
+from agentgym.browser.page import BrowserError, BrowserPool, Tab
 
 pytestmark = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
 
@@ -339,6 +339,26 @@ def test_the_pool_closes_browsers_left_idle_and_stops_counting_given_up_contexts
         time.sleep(0.2)
         pool.call(pool.new_context(), 60)  # the room the given-up context held: no second process
         assert pool.browser_count() == 1
+    finally:
+        pool.close()
+
+
+def test_a_tab_that_fails_half_open_gives_its_browser_room_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tab whose page fails to open after its context was made (a browser killed, a timeout) closes that
+    context: otherwise its browser counts it forever and is never closed when idle."""
+    pool = BrowserPool(contexts_per_browser=1, idle_close_s=0.5)
+    try:
+
+        def fail(tab: Tab, page: object) -> None:
+            raise RuntimeError("opening failed")
+
+        with monkeypatch.context() as failing:
+            failing.setattr(Tab, "_watch", fail)
+            with pytest.raises(RuntimeError, match="opening failed"):
+                Tab(pool=pool)
+        tab = Tab(pool=pool)  # the room the failed tab's context held: no second process
+        assert pool.browser_count() == 1 and tab.page is not None
+        tab.close()
     finally:
         pool.close()
 

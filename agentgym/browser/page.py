@@ -250,6 +250,12 @@ class BrowserPool:
         """Stop counting ``context`` against its browser, from any thread: it would not close and is given up."""
         self._loop.call_soon_threadsafe(self._forget, context)
 
+    def discard(self, context: Any) -> None:
+        """Stop counting ``context`` now and close it in the background (on the pool's loop: a tab that failed to
+        open)."""
+        self._forget(context)
+        self._loop.create_task(self._close_quietly(context))
+
     def _forget(self, context: Any) -> None:
         """``context`` closed or was given up: its browser has one context less (idempotent)."""
         browser = self._contexts.pop(context, None)
@@ -275,9 +281,10 @@ class BrowserPool:
             self._loop.create_task(self._close_quietly(browser))
 
     @staticmethod
-    async def _close_quietly(browser: Any) -> None:
+    async def _close_quietly(closable: Any) -> None:
+        """Close a browser or a context, if it still answers."""
         with contextlib.suppress(Exception):  # already gone
-            await asyncio.wait_for(browser.close(), 30)
+            await asyncio.wait_for(closable.close(), 30)
 
     def browser_count(self) -> int:
         """How many Chromium processes are running."""
@@ -334,14 +341,18 @@ class Tab:
         async def open_page() -> tuple[Any, Any]:
             width, height = self.viewport
             context = await self.pool.new_context(viewport={"width": width, "height": height})
-            context.set_default_timeout(self.timeout_s * 1000)
-            page = await context.new_page()
-            self._watch(page)
-            # A page the site opens (a link with target=_blank) is shown, as a browser shows it.
-            context.on("page", self._show_opened)
-            if self.clock_start_ms is not None:
-                await page.clock.install(time=self.clock_start_ms)
-                await page.clock.pause_at(self.clock_start_ms + 1000)
+            try:
+                context.set_default_timeout(self.timeout_s * 1000)
+                page = await context.new_page()
+                self._watch(page)
+                # A page the site opens (a link with target=_blank) is shown, as a browser shows it.
+                context.on("page", self._show_opened)
+                if self.clock_start_ms is not None:
+                    await page.clock.install(time=self.clock_start_ms)
+                    await page.clock.pause_at(self.clock_start_ms + 1000)
+            except BaseException:  # failed or timed out half open: the context would hold its browser's room forever
+                self.pool.discard(context)
+                raise
             return context, page
 
         self.context, self.page = self.pool.call(open_page(), self.pool.launch_timeout_s + self.timeout_s)
