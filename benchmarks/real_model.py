@@ -18,7 +18,8 @@ Two reports:
   ``benchmarks/results/real_model_leaderboard.{json,md}``;
 * ``throughput``: the same episodes at concurrency 1, 8 and 32 on each path: prompt and generated tokens per
   second, episodes per minute, seconds per reply and to the first reply, and for the servers the time to the first
-  streamed token of the episodes' first prompts sent at that concurrency -> ``real_model_throughput.{json,md}``;
+  streamed token of the episodes' first prompts sent at that concurrency -> ``real_model_throughput.{json,md}``
+  (each row is kept in ``--out`` as it is measured: the same command run again measures only the missing rows);
 * ``passes``: one forward pass of the model alone (a batch's prefill of 320-token prompts, then one decode step)
   in float32, bfloat16 and int8 (``--quantize int8``) at batch 1, 8 and 32: what the paths above are made of
   -> ``real_model_passes.{json,md}``;
@@ -75,6 +76,10 @@ PATHS = {
     "llamacpp": ("llamacpp", []),
 }
 DEFAULT_PATHS = ["hf", "serve-model", "serve-model-int8", "llamacpp"]
+#: Paths whose server answers one request at a time (llama-cpp-python's server holds a lock around its one model):
+#: the leaderboard plays them with at most this many episodes at once, so that no request waits in a line of 32
+#: long prompts past the client's timeout; two keep the server busy while an env steps.
+ONE_AT_A_TIME = {"llamacpp": 2}
 REASONS = ("no Action: line", "unknown command", "bad arguments", "cut at max tokens")
 
 
@@ -105,6 +110,9 @@ def served(path: str, threads: int, max_batch_size: int, port: int | None = None
         command = [str(ensure("llamacpp")), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", MODEL]
         command += ["--n_ctx", "8192", "--n_threads", str(threads), "--n_threads_batch", str(threads)]
         command += ["--host", "127.0.0.1", "--port", str(port)]
+        # By default a new request cuts off the reply being streamed (llama-cpp-python's interrupt_requests): the
+        # first-token measurement streams several at once.
+        command += ["--interrupt_requests", "False"]
     # A pipe nobody reads would fill up and stop llama.cpp's verbose server: its output goes to a file.
     with tempfile.TemporaryFile("w+") as log:
         server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
@@ -287,8 +295,7 @@ def leaderboard(args: argparse.Namespace) -> None:
     again. ``--report-only`` reports the folders as they
     are (a run cut short counts the episodes it finished)."""
     out = Path(args.out)
-    eval_args = ["--suite", args.suite, "--max-tokens", str(args.max_tokens), "--temperature", "0"]
-    eval_args += ["--concurrency", str(args.concurrency), "--seed", "0"]
+    eval_args = ["--suite", args.suite, "--max-tokens", str(args.max_tokens), "--temperature", "0", "--seed", "0"]
     expected = sum(item.episodes for item in load_suite(args.suite).items)
     walls = {}
     recorded = RESULTS / "real_model_leaderboard.json"
@@ -308,8 +315,9 @@ def leaderboard(args: argparse.Namespace) -> None:
             evaluate(name, folder, ["--suite", args.suite, "--seed", "0", *retry], args.threads)
             walls[name] = episodes_wall_s(folder)
         else:
+            concurrency = ["--concurrency", str(path_concurrency(name, args.concurrency))]
             with served(name, args.threads, args.concurrency, earlier_port(folder)) as (spec, flags):
-                evaluate(spec, folder, eval_args + flags + retry, args.threads)
+                evaluate(spec, folder, eval_args + concurrency + flags + retry, args.threads)
             walls[name] = episodes_wall_s(folder)
     verb_cache: dict[str, set[str]] = {}
     table = {name: family_rows(out / name, verb_cache) for name in walls}
@@ -317,6 +325,7 @@ def leaderboard(args: argparse.Namespace) -> None:
         "suite": args.suite,
         "max_tokens": args.max_tokens,
         "concurrency": args.concurrency,
+        "path_concurrency": {name: path_concurrency(name, args.concurrency) for name in walls if name in ONE_AT_A_TIME},
         "threads": args.threads,
         "wall_s": walls,
         "expected_episodes": expected,
@@ -328,6 +337,12 @@ def leaderboard(args: argparse.Namespace) -> None:
     (RESULTS / "real_model_leaderboard.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (RESULTS / "real_model_leaderboard.md").write_text(leaderboard_markdown(report), encoding="utf-8")
     print(leaderboard_markdown(report))
+
+
+def path_concurrency(name: str, concurrency: int) -> int:
+    """The episodes at once the leaderboard plays ``name`` with: ``concurrency``, or fewer for a server that answers
+    one request at a time."""
+    return min(concurrency, ONE_AT_A_TIME.get(name, concurrency))
 
 
 def with_recorded_columns(report: dict[str, Any], recorded_file: Path) -> dict[str, Any]:
@@ -345,6 +360,9 @@ def with_recorded_columns(report: dict[str, Any], recorded_file: Path) -> dict[s
     merged = dict(report, carried=sorted(set(carried) | set(recorded.get("carried", [])) - set(report["wall_s"])))
     for key in ("wall_s", "played_episodes", "families"):
         merged[key] = report[key] | {name: recorded[key][name] for name in carried}
+    merged["path_concurrency"] = report["path_concurrency"] | {
+        name: value for name, value in recorded.get("path_concurrency", {}).items() if name in carried
+    }
     return merged
 
 
@@ -354,7 +372,12 @@ def leaderboard_markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# SmolLM2-135M-Instruct on `{report['suite']}`",
         "",
-        f"Greedy, `--max-tokens {report['max_tokens']}`, concurrency {report['concurrency']}, "
+        f"Greedy, `--max-tokens {report['max_tokens']}`, concurrency {report['concurrency']}"
+        + "".join(
+            f" ({name}: {value}, its server answers one request at a time)"
+            for name, value in report.get("path_concurrency", {}).items()
+        )
+        + ", "
         f"{report['threads']} torch/llama.cpp thread(s); the same seeds and tasks for every row. "
         "Made by `benchmarks/real_model.py leaderboard`.",
         *(
@@ -419,10 +442,15 @@ def throughput(args: argparse.Namespace) -> None:
     eval_args += ["--max-turns", str(args.max_turns), "--episodes", str(args.episodes), "--split", "test"]
     for env_id in args.env:
         eval_args += ["--env", env_id]
-    rows = []
+    # Each row is kept in --out as it is measured: a run stopped (or failed) part way measures only the rest again.
+    measured = out / "rows.jsonl"
+    rows = [json.loads(line) for line in measured.read_text(encoding="utf-8").splitlines()] if measured.exists() else []
     for path in args.paths:
+        wanted = [c for c in args.concurrency if not any((r["path"], r["concurrency"]) == (path, c) for r in rows)]
+        if not wanted:
+            continue
         with served(path, args.threads, max(args.concurrency)) as (spec, flags):
-            for concurrency in args.concurrency:
+            for concurrency in wanted:
                 folder = out / f"{path}-c{concurrency}"
                 wall = evaluate(spec, folder, [*eval_args, *flags, "--concurrency", str(concurrency)], args.threads)
                 records = [r for r in read_episodes(folder / "episodes.jsonl").values() if r.status == "ok"]
@@ -447,6 +475,8 @@ def throughput(args: argparse.Namespace) -> None:
                         "first_token_s": ttft,
                     }
                 )
+                with measured.open("a", encoding="utf-8") as file:
+                    file.write(json.dumps(rows[-1]) + "\n")
                 print(rows[-1], flush=True)
     report = {
         "envs": args.env,
@@ -454,7 +484,7 @@ def throughput(args: argparse.Namespace) -> None:
         "max_turns": args.max_turns,
         "max_tokens": args.max_tokens,
         "threads": args.threads,
-        "rows": rows,
+        "rows": [row for path in args.paths for row in rows if row["path"] == path],
     }
     (RESULTS / "real_model_throughput.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (RESULTS / "real_model_throughput.md").write_text(throughput_markdown(report), encoding="utf-8")
