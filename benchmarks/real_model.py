@@ -78,8 +78,9 @@ PATHS = {
 DEFAULT_PATHS = ["hf", "serve-model", "serve-model-int8", "llamacpp"]
 #: Paths whose server answers one request at a time (llama-cpp-python's server holds a lock around its one model):
 #: the leaderboard plays them with at most this many episodes at once, so that no request waits in a line of 32
-#: long prompts past the client's timeout; two keep the server busy while an env steps.
-ONE_AT_A_TIME = {"llamacpp": 2}
+#: long prompts past the client's timeout. One: llama.cpp then reuses the previous turn's prompt (it keeps the
+#: keys and values of the last prompt it ran), which another episode's request in between would evict.
+ONE_AT_A_TIME = {"llamacpp": 1}
 REASONS = ("no Action: line", "unknown command", "bad arguments", "cut at max tokens")
 
 
@@ -280,13 +281,18 @@ def family_rows(folder: Path, verb_cache: dict[str, set[str]]) -> dict[str, dict
 
 
 def episodes_wall_s(folder: Path) -> float:
-    """Seconds from the first episode's start to the last one's end."""
-    spans = [
+    """Seconds during which an episode of the folder was playing: from the first start to the last end, less the
+    gaps between a run cut short and its resumption."""
+    spans = sorted(
         (start := datetime.fromisoformat(record.started).timestamp(), start + record.wall_s)
         for record in read_episodes(folder / "episodes.jsonl").values()
         if record.started
-    ]
-    return max(end for _, end in spans) - min(start for start, _ in spans) if spans else 0.0
+    )
+    total, covered_to = 0.0, float("-inf")
+    for start, end in spans:
+        total += max(0.0, end - max(start, covered_to))
+        covered_to = max(covered_to, end)
+    return total
 
 
 def leaderboard(args: argparse.Namespace) -> None:
@@ -429,7 +435,12 @@ def leaderboard_markdown(report: dict[str, Any]) -> str:
                 f"{row.get('context_stopped', 0)} |"
             )
     walls = ", ".join(f"{name} {seconds / 60:.1f} min" for name, seconds in report["wall_s"].items())
-    lines += ["", f"Wall time (first episode start to last episode end; machine shared with other work): {walls}.", ""]
+    lines += [
+        "",
+        f"Wall time (while an episode was playing, from the first start to the last end; a resumed run's pause left "
+        f"out; machine shared with other work): {walls}.",
+        "",
+    ]
     return "\n".join(lines)
 
 
