@@ -151,6 +151,9 @@ def main() -> None:
     parser.add_argument("--cycle-min", type=float, default=10.0, help="minutes per cycle between rests")
     parser.add_argument("--ttl", type=float, default=20.0, help="the server's idle-session TTL, seconds")
     parser.add_argument("--faults", action="store_true", help="kill a process of the tree in every second cycle")
+    parser.add_argument(
+        "--max-python-calls", type=int, help="the server's `agentgym serve --max-python-calls` (default: its own)"
+    )
     parser.add_argument("--no-write", action="store_true", help="print only; do not update results/")
     parser.add_argument("--from-report", type=Path, help="write the results of a saved report instead of running")
     parser.add_argument("--results", default="soak", help="the results' name: results/NAME.{md,json,png}")
@@ -171,12 +174,20 @@ def main() -> None:
         "ttl": args.ttl,
         "faults": args.faults,
         "cores": os.cpu_count(),
+        "max_python_calls": args.max_python_calls,
     }
 
     def keep(report: SoakReport, healthy: bool | None = None) -> None:
         raw.write_text(json.dumps({"setup": setup, "healthy": healthy, "report": report.as_json()}, indent=1))
 
-    server = ServerProcess(list(mix), max_sessions=4 * args.sessions, session_ttl_s=args.ttl, startup_timeout_s=600)
+    server_args = [] if args.max_python_calls is None else ["--max-python-calls", str(args.max_python_calls)]
+    server = ServerProcess(
+        list(mix),
+        max_sessions=4 * args.sessions,
+        session_ttl_s=args.ttl,
+        startup_timeout_s=600,
+        server_args=server_args,
+    )
     faults = {cycle: fault(server.pid, FAULTS[(cycle // 2 - 1) % len(FAULTS)]) for cycle in range(2, cycles, 2)}
     try:
         report = asyncio.run(
@@ -210,10 +221,11 @@ def write_results(report: SoakReport, setup: dict[str, Any], healthy: bool | Non
     if name is None:
         return
     churned = report.rests[-1]["t"] / 3600
+    turns = "" if setup.get("max_python_calls") is None else f", --max-python-calls {setup['max_python_calls']}"
     description = (
         f"{setup['sessions']} sessions, {len(report.mix)} env ids, {churned:.2f} h measured in {len(report.rests) - 1} "
         f"of {setup['cycles']} cycles planned ({setup['hours']:.2f} h), idle TTL {setup['ttl']:g} s"
-        f"{', faults injected' if setup['faults'] else ''}; image: results/{name}.png"
+        f"{', faults injected' if setup['faults'] else ''}{turns}; image: results/{name}.png"
     )
     title = "Soak: hundreds of sessions for hours, measured at rest"
     command = "python benchmarks/soak.py" + (f" --results {name}" if name != "soak" else "")
