@@ -47,6 +47,9 @@ class EnvInfo:
     #: builds, image pulls) for ``function(env_id, kwargs, report)``, or per task for
     #: ``function(env_id, kwargs, report, task_ids=None)``; see :func:`prepare_env`.
     prepare: str | None = None
+    #: About how many seconds ``prepare`` takes the first time on a 2-core machine (None: a few): a run starts
+    #: the longest preparations first, so that the slowest is not the one the last episodes wait for.
+    prepare_s: float | None = None
     #: The plugin distribution that registered the id (None: a family shipped with agentgym).
     plugin: str | None = None
 
@@ -93,12 +96,14 @@ def register(
     kwargs: dict[str, Any] | None = None,
     max_concurrency: int | None = None,
     prepare: str | None = None,
+    prepare_s: float | None = None,
 ) -> None:
     """Register ``env_id`` with Gymnasium (``gym.make`` works, with ``backend=``) and record its metadata.
 
     ``max_concurrency``: how many copies of the family this machine holds at once (say so where
     more would overload a shared site, browser or engine). ``prepare``: ``"module:function"`` of
-    the family's one-time preparation (see :func:`prepare_env`). While a plugin registers
+    the family's one-time preparation (see :func:`prepare_env`); ``prepare_s``: about how many seconds it
+    takes the first time (runs start the longest first). While a plugin registers
     (:mod:`agentgym.plugins`), an id that is already registered is skipped with a warning.
     """
     if max_concurrency is not None and max_concurrency < 1:
@@ -123,6 +128,7 @@ def register(
         kwargs=dict(kwargs or {}),
         max_concurrency=max_concurrency,
         prepare=prepare,
+        prepare_s=prepare_s,
         plugin=_LOADING_PLUGIN,
     )
     gym.register(

@@ -106,6 +106,7 @@ ENVS = {
     "SlowReady-v0": {"prepare": f"{__name__}:prepare_slow"},
     "SlowReadyToo-v0": {"prepare": f"{__name__}:prepare_slow_too"},
     "SlowReadyTwin-v0": {"prepare": f"{__name__}:prepare_slow"},
+    "SlowestReady-v0": {"prepare": f"{__name__}:prepare_slow_too", "prepare_s": 300.0},
     "NeverReady-v0": {"prepare": f"{__name__}:prepare_broken"},
     "Ready-v0": {},
 }
@@ -194,6 +195,14 @@ def test_preparations_are_bounded_and_ordered(tmp_path: Path) -> None:
     (start, end), (other_start, other_end) = spans["SlowReady-v0"], spans["SlowReadyToo-v0"]
     assert max(start, other_start) < min(end, other_end)  # two at once: the next with another hook
     assert spans["SlowReadyTwin-v0"][0] >= end  # the same hook (one world to build) waits for the first
+
+
+def test_the_longest_preparation_starts_first_whatever_the_suites_order(tmp_path: Path) -> None:
+    """A site that installs for minutes (``prepare_s``), listed last, is not the one the last episodes wait for."""
+    items = [EvalItem("SlowReady-v0", 1), EvalItem("SlowReadyToo-v0", 1), EvalItem("SlowestReady-v0", 1)]
+    stats, _ = evaluate(items, tmp_path, prepare_concurrency=1)
+    assert stats.errored == 0
+    assert [env_id for env_id, *_ in PREPARED] == ["SlowestReady-v0", "SlowReady-v0", "SlowReadyToo-v0"]
 
 
 def test_policies_played_at_once_share_the_preparation_and_the_families_limits(tmp_path: Path) -> None:

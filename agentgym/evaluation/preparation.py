@@ -4,10 +4,10 @@
 to render) declares a ``prepare`` hook in its registration (see :func:`agentgym.registry.prepare_env`);
 a hook that takes ``task_ids`` prepares only what those tasks need. :func:`prepare_items` prepares
 a run's envs one after the other (``agentgym prepare``); :class:`Preparations` does it in the
-background of ``agentgym eval``: at most ``parallel`` preparations at once, in the items' order,
-while the episodes of ids already ready play (:func:`ready_first` puts those first), and an
-episode of an id still preparing waits for it (:meth:`Preparations.wait`) outside every episode's
-timeout. A preparation that fails is reported; the episodes of its id are then recorded as errors
+background of ``agentgym eval``: at most ``parallel`` preparations at once, the longest first (the
+family's ``prepare_s``; the items' order among equals), while the episodes of ids already ready play
+(:func:`ready_first` puts those first), and an episode of an id still preparing waits for it
+(:meth:`Preparations.wait`) outside every episode's timeout. A preparation that fails is reported; the episodes of its id are then recorded as errors
 that say so, never played on an env that is not ready.
 
 **Concurrency.** A family may declare ``max_concurrency``: how many copies one machine holds
@@ -88,7 +88,9 @@ DEFAULT_PREPARE_CONCURRENCY = 2
 
 
 class Preparations:
-    """A run's preparations in the background, at most ``parallel`` at once, in the items' order, and never two
+    """A run's preparations in the background, at most ``parallel`` at once, the longest first (the registry's
+    ``prepare_s``; otherwise in the items' order: a long one started last would be what the last episodes wait
+    for), and never two
     with the same hook at once (two ids of a family, e.g. Search-v0 and Search-Attack-v0, build the same world:
     the second would only hold a place waiting for the first's lock while another family could prepare).
 
@@ -109,7 +111,9 @@ class Preparations:
     ) -> None:
         if parallel < 1:
             raise ValueError(f"parallel must be at least 1, got {parallel}")
-        self._items = {item.label: item for item in items if needs_preparation(item, backend)}
+        needed = [item for item in items if needs_preparation(item, backend)]
+        needed.sort(key=lambda item: -(env_info(item.env).prepare_s or 0.0))
+        self._items = {item.label: item for item in needed}
         self._tasks = dict(tasks or {})
         self._report = report
         self._on_change = on_change
@@ -126,7 +130,7 @@ class Preparations:
 
     @property
     def labels(self) -> list[str]:
-        """The labels that are prepared, in their order."""
+        """The labels that are prepared, in the order they start."""
         return list(self._items)
 
     @property

@@ -12,6 +12,8 @@ SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)
 ENTRY_POINT = "agentgym.environments.search.env:SearchEnv"
 #: World and index built before episodes (agentgym eval, agentgym prepare), outside their timeouts.
 _PREPARE = "agentgym.environments.search.env:prepare"
+#: The world and its index the first time on 2 cores (31 s beside a running eval, at 5b56ab0).
+_PREPARE_S = 30
 #: Search-Attack-v0's variants per question: 2 attacker goals x 3 injection styles (attack.py's VARIANTS).
 ATTACK_VARIANTS = 6
 
@@ -25,6 +27,7 @@ register(
     ),
     splits=SPLITS,
     prepare=_PREPARE,
+    prepare_s=_PREPARE_S,
     max_episode_steps=40,
 )
 register(
@@ -34,6 +37,7 @@ register(
     description="Search over the generated encyclopedia: single-fact and 2-hop bridge questions",
     splits=SPLITS,
     prepare=_PREPARE,
+    prepare_s=_PREPARE_S,
     max_episode_steps=20,
     kwargs={"difficulty": "easy"},
 )
@@ -46,6 +50,7 @@ register(
     ),
     splits=SPLITS,
     prepare=_PREPARE,
+    prepare_s=_PREPARE_S,
     max_episode_steps=60,
     kwargs={"difficulty": "hard"},
 )
@@ -59,5 +64,6 @@ register(
     ),
     splits=TaskSplits(**{split: count * ATTACK_VARIANTS for split, count in SPLITS.counts().items()}),
     prepare=_PREPARE,
+    prepare_s=_PREPARE_S,
     max_episode_steps=40,
 )

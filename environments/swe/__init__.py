@@ -14,6 +14,8 @@ EDIT_SPLITS = TaskSplits(train=1590, dev=167, test=310)
 REWRITE_SPLITS = TaskSplits(train=251, dev=25, test=49)
 #: Each repository's sdist downloaded and its venv built before episodes (agentgym prepare, agentgym eval).
 _PREPARE = "agentgym.environments.swe.env:prepare"
+#: The quick suite's repositories the first time on 2 cores (85 s beside a running eval, at 5b56ab0).
+_PREPARE_S = 85
 
 register(
     "SWE-v0",
@@ -25,6 +27,7 @@ register(
     ),
     splits=EDIT_SPLITS,
     prepare=_PREPARE,
+    prepare_s=_PREPARE_S,
     max_episode_steps=40,
     kwargs={"variant": "edit"},
 )
@@ -35,6 +38,7 @@ register(
     description="Re-implement a function whose body was removed from a real Python repository, judged by its tests",
     splits=REWRITE_SPLITS,
     prepare=_PREPARE,
+    prepare_s=_PREPARE_S,
     max_episode_steps=60,
     kwargs={"variant": "rewrite"},
 )

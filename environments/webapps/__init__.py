@@ -16,6 +16,8 @@ SPLITS = TaskSplits(train=10_000, dev=2_000, test=2_000)
 MAX_CONCURRENCY = max(2, (os.cpu_count() or 2) // 2)
 #: Installs, seeds and starts an id's sites before any episode (minutes the first time).
 _PREPARE = "agentgym.environments.webapps.cli:prepare"
+#: A site's first install, seeding and start on 2 cores (the shop: 255 s beside a running eval, at 5b56ab0).
+_PREPARE_S = 270
 
 _ENTRY = "agentgym.environments.webapps.env:WebAppEnv"
 _SITES = {
@@ -37,6 +39,7 @@ for _name, (_site, _what) in _SITES.items():
         kwargs={"sites": [_site]},
         max_concurrency=MAX_CONCURRENCY,
         prepare=_PREPARE,
+        prepare_s=_PREPARE_S,
     )
 register(
     "WebApps-v0",
@@ -47,6 +50,7 @@ register(
     max_episode_steps=30,
     max_concurrency=MAX_CONCURRENCY,
     prepare=_PREPARE,
+    prepare_s=_PREPARE_S,
 )
 register_command(
     "webapps",
@@ -100,4 +104,5 @@ for _name, (_site, _class, _description) in _ATTACKS.items():
         max_episode_steps=30,
         max_concurrency=MAX_CONCURRENCY,
         prepare=f"agentgym.environments.webapps.{_site}.attack:prepare",
+        prepare_s=_PREPARE_S,
     )
