@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import warnings
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -187,6 +188,9 @@ class Generator:
         #: The most tokens (prompt + completion) the model takes; None if unknown.
         self.context_length: int | None = getattr(model.config, "max_position_embeddings", None)
         self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens > 0 else None
+        #: The keyword and output field of the model's KV cache: ``cache`` where transformers renamed
+        #: ``past_key_values`` (5.2x warns of the old name, which goes in 5.40), else ``past_key_values``.
+        self._cache_name = _cache_name(model)
 
     @classmethod
     def from_pretrained(
@@ -332,8 +336,8 @@ class Generator:
         mask and positions grown by one where ``inputs`` has them (positions may be 1-D per row or M-RoPE's
         3 x rows x tokens; without them the model counts positions from its cache)."""
         while True:
-            output = self.model(**inputs, past_key_values=cache, use_cache=True, logits_to_keep=1)
-            cache = output.past_key_values
+            output = self.model(**inputs, **{self._cache_name: cache}, use_cache=True, logits_to_keep=1)
+            cache = getattr(output, self._cache_name)
             tokens, logprobs = self._next_tokens(output.logits[:, -1], rows)
             for row, token, logprob in zip(rows, tokens, logprobs):
                 if row.finish_reason is None:
@@ -436,6 +440,13 @@ class Generator:
 
     def _decode(self, token_ids: list[int]) -> str:
         return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+
+
+def _cache_name(model: PreTrainedModel) -> str:
+    """``cache`` if the forward pass of ``model`` (under a PEFT wrapper, its base model) takes it, else
+    ``past_key_values``."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
 def _batch_cache(hits: list[PrefixHit], cached: int) -> DynamicCache | None:
