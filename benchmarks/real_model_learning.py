@@ -10,7 +10,8 @@ For each family of ``benchmarks/real_model_learning.yaml`` (one env each, of dif
 
 Each stage resumes where it stopped (its checkpoints, the runner's finished episodes). ``report`` reads the
 folders and writes ``benchmarks/results/real_model_learning.{md,json,png}``: held-out success with 95% Wilson
-intervals per stage, the SFT loss and GRPO's training success per iteration, and the wall time of each stage.
+intervals per stage, the SFT loss and GRPO's training success per iteration, and the wall time of each stage;
+a family with no folder in ``--work`` keeps the row recorded there before (families run on different days).
 
 Run: ``python -m benchmarks.real_model_learning run [--family NAME ...]``, then ``... report`` (needs matplotlib).
 """
@@ -137,50 +138,66 @@ def metrics_of(run_folder: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def measured(family: dict[str, Any], folder: Path) -> dict[str, Any] | None:
+    """What ``family``'s runs in ``folder`` measured, or None where nothing ran there."""
+    sft, rl = metrics_of(folder / "sft"), metrics_of(folder / "rl")
+    if not (sft or rl):
+        return None
+    sft_steps, rl_steps = family.get("sft", {}).get("iterations", 0), family.get("rl", {}).get("iterations", 0)
+    evals = {
+        "before": held_out(folder / _first_stage(family) / "eval" / "iteration-000000"),
+        "sft": held_out(folder / "sft" / "eval" / f"iteration-{sft_steps:06d}") if sft else None,
+        "rl": held_out(folder / "rl" / "eval" / f"iteration-{rl_steps:06d}") if rl else None,
+    }
+    times = json.loads((folder / "times.json").read_text()) if (folder / "times.json").exists() else {}
+    # Training time from the iterations' own clocks (a resumed stage's wall time would miss what ran before).
+    trained = [sum(row.get("rollout_s", 0.0) + row.get("update_s", 0.0) for row in rows) for rows in (sft, rl)]
+    data_file = folder / "data" / "data.json"
+    return {
+        "family": family["name"],
+        "kind": family["kind"],
+        "env": family["env"],
+        "env_kwargs": family.get("env_kwargs", {}),
+        "examples": json.loads(data_file.read_text())["examples"] if data_file.exists() else 0,
+        "sft_iterations": len(sft),
+        "rl_iterations": len(rl),
+        "rl_from": "sft" if "sft" in family else "instruct",
+        "held_out": evals,
+        "times_s": times,
+        "training_s": {"sft": trained[0], "rl": trained[1]},
+        "sft_loss": [row["loss"] for row in sft],
+        "rl_success": [row["success_rate"] for row in rl],
+    }
+
+
+def table_row(family: dict[str, Any], entry: dict[str, Any] | None) -> str:
+    """``family``'s line of the results table."""
+    if entry is None:
+        return f"| {family['name']} ({family['kind']}) | `{family['env']}` | not run yet |" + " |" * 7
+    sft_steps, rl_steps = family.get("sft", {}).get("iterations", 0), family.get("rl", {}).get("iterations", 0)
+    cells = [_cell(entry["held_out"][stage]) for stage in STAGES]
+    minutes = " / ".join(f"{seconds / 60:.0f}" if seconds else "-" for seconds in entry["training_s"].values())
+    loss = entry["sft_loss"]
+    loss_cell = f"{loss[0]:.2f} -> {loss[-1]:.2f}" if loss else "-"
+    env = entry["env"] + "".join(f" {key}={value}" for key, value in entry["env_kwargs"].items())
+    return (
+        f"| {entry['family']} ({entry['kind']}) | `{env}` | {entry['examples'] or '-'} | "
+        f"{_ran(entry['sft_iterations'], sft_steps)} | {loss_cell} | {_ran(entry['rl_iterations'], rl_steps)} | "
+        f"{' | '.join(cells)} | {minutes} |"
+    )
+
+
 def report(suite: dict[str, Any], work: Path) -> None:
+    """Write the results from ``work``'s folders; a family with no folder there keeps its recorded measurement."""
+    recorded_path = RESULTS / "real_model_learning.json"
+    recorded = json.loads(recorded_path.read_text()) if recorded_path.exists() else []
+    earlier = {entry["family"]: entry for entry in recorded}
     rows, data = [], []
     for family in suite["families"]:
-        folder = work / family["name"]
-        sft, rl = metrics_of(folder / "sft"), metrics_of(folder / "rl")
-        if not (sft or rl):
-            rows.append(f"| {family['name']} ({family['kind']}) | `{family['env']}` | not run yet |" + " |" * 7)
-            continue
-        sft_steps, rl_steps = family.get("sft", {}).get("iterations", 0), family.get("rl", {}).get("iterations", 0)
-        evals = {
-            "before": held_out(folder / _first_stage(family) / "eval" / "iteration-000000"),
-            "sft": held_out(folder / "sft" / "eval" / f"iteration-{sft_steps:06d}") if sft else None,
-            "rl": held_out(folder / "rl" / "eval" / f"iteration-{rl_steps:06d}") if rl else None,
-        }
-        times = json.loads((folder / "times.json").read_text()) if (folder / "times.json").exists() else {}
-        # Training time from the iterations' own clocks (a resumed stage's wall time would miss what ran before).
-        trained = [sum(row.get("rollout_s", 0.0) + row.get("update_s", 0.0) for row in rows) for rows in (sft, rl)]
-        data_file = folder / "data" / "data.json"
-        examples = json.loads(data_file.read_text())["examples"] if data_file.exists() else 0
-        data.append(
-            {
-                "family": family["name"],
-                "kind": family["kind"],
-                "env": family["env"],
-                "env_kwargs": family.get("env_kwargs", {}),
-                "examples": examples,
-                "sft_iterations": len(sft),
-                "rl_iterations": len(rl),
-                "rl_from": "sft" if "sft" in family else "instruct",
-                "held_out": evals,
-                "times_s": times,
-                "training_s": {"sft": trained[0], "rl": trained[1]},
-                "sft_loss": [row["loss"] for row in sft],
-                "rl_success": [row["success_rate"] for row in rl],
-            }
-        )
-        cells = [_cell(evals[stage]) for stage in STAGES]
-        minutes = " / ".join(f"{seconds / 60:.0f}" if seconds else "-" for seconds in trained)
-        loss = f"{sft[0]['loss']:.2f} -> {sft[-1]['loss']:.2f}" if sft else "-"
-        env = family["env"] + "".join(f" {key}={value}" for key, value in family.get("env_kwargs", {}).items())
-        rows.append(
-            f"| {family['name']} ({family['kind']}) | `{env}` | {examples or '-'} | {_ran(len(sft), sft_steps)} | "
-            f"{loss} | {_ran(len(rl), rl_steps)} | {' | '.join(cells)} | {minutes} |"
-        )
+        entry = measured(family, work / family["name"]) or earlier.get(family["name"])
+        rows.append(table_row(family, entry))
+        if entry is not None:
+            data.append(entry)
     table = (
         "Held-out success: greedy, on the first dev tasks (never trained on), with 95% Wilson intervals; "
         "the share of invalid actions in brackets.\n\n"
