@@ -7,8 +7,8 @@ a run's envs one after the other (``agentgym prepare``); :class:`Preparations` d
 background of ``agentgym eval``: at most ``parallel`` preparations at once, the longest first (the
 family's ``prepare_s``; the items' order among equals), while the episodes of ids already ready play
 (:func:`ready_first` puts those first), and an episode of an id still preparing waits for it
-(:meth:`Preparations.wait`) outside every episode's timeout. A preparation that fails is reported; the episodes of its id are then recorded as errors
-that say so, never played on an env that is not ready.
+(:meth:`Preparations.wait`) outside every episode's timeout. A preparation that fails is reported; the
+episodes of its id are then recorded as errors that say so, never played on an env that is not ready.
 
 **Concurrency.** A family may declare ``max_concurrency``: how many copies one machine holds
 at once. :func:`family_limits` resolves the limits of a run's envs (the user's overrides,
