@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,6 +73,25 @@ class HangingEnv(CountdownEnv):
     misbehaviour = "hang"
 
 
+class SlowFirstUseEnv(CountdownEnv):
+    """Inline-safe, but its oracle's first call builds a table for a second (as Wordle's solver does); records the
+    thread every step ran on."""
+
+    metadata = {**CountdownEnv.metadata, "inline_safe": True}
+    table: dict[str, float] = {}
+    step_threads: list[str] = []
+
+    def _execute(self, command: str) -> str:
+        self.step_threads.append(threading.current_thread().name)
+        return super()._execute(command)
+
+    def oracle_action(self) -> str:
+        if not self.table:
+            time.sleep(1.0)
+            self.table["built"] = time.monotonic()
+        return "go"
+
+
 class FlakyPolicy(Policy):
     """The oracle, except that it fails on task ids ending in 5."""
 
@@ -86,7 +106,9 @@ class FlakyPolicy(Policy):
 @pytest.fixture(scope="module", autouse=True)
 def registered_envs() -> Iterator[None]:
     """The runner's test envs (family ``test``), registered for this module."""
-    for name, env_class in [("Countdown-v0", CountdownEnv), ("Crashing-v0", CrashingEnv), ("Hanging-v0", HangingEnv)]:
+    envs = [("Countdown-v0", CountdownEnv), ("Crashing-v0", CrashingEnv), ("Hanging-v0", HangingEnv)]
+    envs.append(("SlowFirstUse-v0", SlowFirstUseEnv))
+    for name, env_class in envs:
         agentgym.register(
             name,
             entry_point=f"{__name__}:{env_class.__name__}",
@@ -96,7 +118,7 @@ def registered_envs() -> Iterator[None]:
             max_episode_steps=10,
         )
     yield
-    for name in ("Countdown-v0", "Crashing-v0", "Hanging-v0"):
+    for name, _ in envs:
         agentgym.registry.unregister(name)
 
 
@@ -130,6 +152,35 @@ def test_oracle_run_writes_complete_records(tmp_path: Path) -> None:
     assert "available_actions" in record.turns[0].info
     run = read_run(tmp_path)
     assert run["policy"] == "oracle" and [item["env"] for item in run["items"]] == ["Sokoban-v0", "FrozenLake-v0"]
+
+
+def test_an_inline_safe_ids_first_episode_runs_off_the_event_loop_then_its_env_goes_inline(tmp_path: Path) -> None:
+    """A first use that takes a second (imports, a solver's table) does not stop the loop that every other episode
+    and run shares; once that episode has ended, the id's env is stepped inline."""
+    gaps: list[float] = []
+
+    async def main() -> None:
+        done = asyncio.Event()
+
+        async def tick() -> None:
+            last = time.monotonic()
+            while not done.is_set():
+                await asyncio.sleep(0.01)
+                gaps.append(time.monotonic() - last)
+                last = time.monotonic()
+
+        ticker = asyncio.create_task(tick())
+        await run_eval("oracle", OraclePolicy(), [EvalItem("SlowFirstUse-v0", 3)], tmp_path, concurrency=1)
+        done.set()
+        await ticker
+
+    SlowFirstUseEnv.step_threads.clear()
+    asyncio.run(main())
+    assert SlowFirstUseEnv.table, "the oracle's first call ran"
+    assert max(gaps) < 0.5  # the 1-second first call ran on the env's thread
+    first, later = SlowFirstUseEnv.step_threads[:3], SlowFirstUseEnv.step_threads[3:]
+    assert all(name.startswith("env-SlowFirstUse") for name in first)
+    assert later and all(name == "MainThread" for name in later)
 
 
 def test_same_command_resumes_and_other_config_is_refused(tmp_path: Path) -> None:

@@ -1,5 +1,10 @@
 """Where an eval episode's env lives: made, stepped and closed inline (pure-Python envs) or on a thread of its own
-with a timeout per call; an env that raises or hangs is an :class:`EnvFailure`, and is not used again."""
+with a timeout per call; an env that raises or hangs is an :class:`EnvFailure`, and is not used again.
+
+An inline-safe id's first episode in a process still runs on a thread: its first use imports libraries and fills
+caches (TextArena's import, Wordle's solver table: seconds each on a busy machine), which inline would stop the
+event loop, and with it every other episode and run sharing the loop; its env goes inline once that episode ends.
+"""
 
 from __future__ import annotations
 
@@ -68,6 +73,10 @@ def _settle(future: asyncio.Future, result: Any, error: BaseException | None) ->
         future.set_exception(error)
 
 
+#: Ids whose first episode in this process has ended: their inline-safe envs are made and stepped inline.
+_WARM: set[str] = set()
+
+
 class EnvHost:
     """One env, wrapped for chat, and where its calls run (inline or its own thread)."""
 
@@ -86,7 +95,8 @@ class EnvHost:
         self.action_format = action_format
         self.kwargs = item.kwargs if backend is None else {**item.kwargs, "backend": backend}
         self.timeout_s = timeout_s
-        self.inline = inline_safe(item.env, self.kwargs)
+        self._inline_safe = inline_safe(item.env, self.kwargs)
+        self.inline = self._inline_safe and item.env in _WARM
         self._thread = None if self.inline else _EnvThread(asyncio.get_running_loop(), f"env-{item.env}")
         self._system_prompt = system_prompt
         self._history_window = history_window
@@ -129,6 +139,13 @@ class EnvHost:
             return self.chat.step(action)
         except Exception as error:
             raise env_failure(error) from error
+
+    def played(self) -> None:
+        """An episode on this env ended (the env is sound): its id is warm, and an inline-safe env goes inline."""
+        _WARM.add(self.item.env)
+        if self._inline_safe and self._thread is not None:
+            self._thread.stop()
+            self._thread, self.inline = None, True
 
     def close(self) -> None:
         """Close the env where it runs, without waiting (a hung env is left to its thread)."""

@@ -4,7 +4,8 @@
 results folder already holds, and plays the rest with ``concurrency`` episodes at once on
 one asyncio event loop. Policies are awaited; env calls run in a thread of the env's own
 (with a timeout), except for envs whose metadata sets ``inline_safe`` (pure-Python
-puzzles whose calls take microseconds), which are called inline. An env that raises or
+puzzles whose calls take microseconds), which are called inline once the id's first episode (run on
+a thread: imports, caches) has ended. An env that raises or
 times out, or a policy that fails, marks that episode ``"error"`` and the run goes on.
 
 ``backend=`` runs every env on that backend whatever its item says (the episodes, and so
@@ -262,6 +263,8 @@ class Runner:
 
     async def _release(self, host: EnvHost, broken: bool) -> None:
         """Give ``host`` back to its item's pool, or close it when it is ``broken``."""
+        if not broken:
+            host.played()
         if not broken and not self._waiting:  # nobody to wake: no lock needed (nothing here awaits)
             self._pools[host.item.label].append(host)
             return
