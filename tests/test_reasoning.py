@@ -9,6 +9,8 @@ id keeps the contract.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -85,6 +87,29 @@ def test_config_passes_through_and_bad_names_fail() -> None:
     assert observation.split("\n")[0].count("+") == 4
     with pytest.raises(ValueError, match="unknown reasoning-gym generator"):
         ReasoningGymEnv(dataset="no_such_generator")
+
+
+def test_generators_are_all_there_while_another_thread_still_imports_reasoning_gym() -> None:
+    """Episodes start on threads at once: one that finds reasoning_gym.factory loaded while another thread is still
+    importing the package (which fills its registry) waits for it instead of seeing part of the registry."""
+    script = """
+import sys, threading, time
+from agentgym.environments.reasoning.generators import generator_names
+seen = []
+def importer():
+    import reasoning_gym
+def reader():
+    while "reasoning_gym.factory" not in sys.modules:
+        time.sleep(0.0005)
+    seen.append(len(generator_names()))
+threads = [threading.Thread(target=importer), threading.Thread(target=reader)]
+[thread.start() for thread in threads]
+[thread.join() for thread in threads]
+print(seen[0], len(generator_names()))
+"""
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    during, after = shown.stdout.split()
+    assert during == after and int(after) > 100
 
 
 def test_curriculum_levels_are_reasoning_gyms() -> None:

@@ -44,6 +44,10 @@ NOT_GENERATORS = ("composite",)
 
 def generator_names() -> list[str]:
     """Every reasoning-gym generator an env can play, sorted."""
+    # The package first: its __init__ imports the generators, which fill DATASETS as they load. A thread that
+    # imported only reasoning_gym.factory while another thread was still importing the package would see part of
+    # it (0 of 106 generators when tried); importing the package waits for the other thread to finish.
+    import reasoning_gym  # noqa: F401
     from reasoning_gym.factory import DATASETS
 
     return sorted(name for name in DATASETS if name not in NOT_GENERATORS)
