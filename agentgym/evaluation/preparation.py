@@ -90,9 +90,9 @@ DEFAULT_PREPARE_CONCURRENCY = 2
 class Preparations:
     """A run's preparations in the background, at most ``parallel`` at once, the longest first (the registry's
     ``prepare_s``; otherwise in the items' order: a long one started last would be what the last episodes wait
-    for), and never two
-    with the same hook at once (two ids of a family, e.g. Search-v0 and Search-Attack-v0, build the same world:
-    the second would only hold a place waiting for the first's lock while another family could prepare).
+    for), and never two with the same hook at once (two ids of a family, e.g. Search-v0 and Search-Attack-v0,
+    build the same world: the second would only hold a place waiting for the first's lock while another family
+    could prepare).
 
     Each runs in a thread (:func:`prepare_one`); :meth:`wait` is how an episode waits for its env.
     ``on_change()`` is called (on the event loop) whenever one starts or ends: :attr:`done`,

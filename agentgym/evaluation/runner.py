@@ -265,9 +265,9 @@ class Runner:
         """Give ``host`` back to its item's pool, or close it when it is ``broken``."""
         if not broken:
             host.played()
-        if not broken and not self._waiting:  # nobody to wake: no lock needed (nothing here awaits)
-            self._pools[host.item.label].append(host)
-            return
+            if not self._waiting:  # nobody to wake: no lock needed (nothing here awaits)
+                self._pools[host.item.label].append(host)
+                return
         async with self._changed:
             if broken:
                 self._close(host)
