@@ -44,6 +44,7 @@ pages so far fell in full splits is dropped before its next round is rendered, n
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -143,17 +144,14 @@ def load(folder: Path, name: str) -> SourceData | None:
 
 def load_or_build(name: str, data_dir: str | Path | None = None, report: Callable[[str], None] = print) -> SourceData:
     """Source ``name``'s tasks: from its built folder, else from its shipped index (screenshots rendered on first
-    use), else built into its folder first (file-locked); a built folder's screenshots without their fast copy get
-    one (:func:`write_fast_screens`)."""
+    use), else built into its folder first (file-locked)."""
     folder = source_folder(name, data_dir)
     built = load(folder, name)
     if built is None:
         indexed = load_index(name, folder)
         if indexed is not None:
             return indexed
-    data = built or build_once(folder, lambda path: load(path, name), lambda path: build(name, path, report))
-    write_fast_screens(data)
-    return data
+    return built or build_once(folder, lambda path: load(path, name), lambda path: build(name, path, report))
 
 
 def index_path(name: str) -> Path:
@@ -262,8 +260,8 @@ def write_screen(png: Path, pixels: np.ndarray) -> None:
     from PIL import Image
 
     write_fast_screen(png, pixels)
-    partial = png.with_name(f".{png.stem}.{os.getpid()}.png")
-    Image.fromarray(pixels).save(partial, compress_level=6)
+    partial = png.with_name(f".{png.name}.{os.getpid()}")  # a killed writer's leftover is no ``*.png``
+    Image.fromarray(pixels).save(partial, format="PNG", compress_level=6)
     os.replace(partial, png)
 
 
@@ -427,29 +425,22 @@ def write_fast_screen(png: Path, pixels: np.ndarray) -> None:
     os.replace(partial, target)
 
 
-def write_fast_screens(data: SourceData) -> None:
-    """Give every screenshot of ``data`` its fast copy where it lacks one (a cache built before they existed);
-    a folder that cannot be written (a read-only copy) keeps its PNGs alone, which read slower."""
-    for png in sorted({data.folder / task["screen"] for tasks in data.tasks.values() for task in tasks}):
-        if not fast_screen_path(png).is_file():
-            try:
-                write_fast_screen(png, read_png(png))
-            except OSError:
-                return
-
-
 def read_screen(folder: Path, screen: str, size: tuple[int, int] | None = None) -> np.ndarray:
     """A screenshot of a source folder as uint8 (height, width, 3): from its fast copy where there is one
-    (a zlib inflate, about 7x quicker than decoding the PNG), else from the PNG."""
+    (a zlib inflate, about 7x quicker than decoding the PNG), else from the PNG, which then gets its fast copy
+    (a cache made before fast copies, or one missing some); a folder that cannot be written keeps reading PNGs."""
     width, height = size or screen_size()
     fast = fast_screen_path(folder / screen)
     try:
         raw = zlib.decompress(fast.read_bytes())
+        if len(raw) == width * height * 3:
+            return np.frombuffer(raw, dtype=np.uint8).reshape(height, width, 3)
     except (OSError, zlib.error):
-        return read_png(folder / screen)
-    if len(raw) != width * height * 3:
-        return read_png(folder / screen)
-    return np.frombuffer(raw, dtype=np.uint8).reshape(height, width, 3)
+        pass
+    pixels = read_png(folder / screen)
+    with contextlib.suppress(OSError):
+        write_fast_screen(folder / screen, pixels)
+    return pixels
 
 
 def read_png(png: Path) -> np.ndarray:
