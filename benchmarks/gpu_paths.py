@@ -28,7 +28,6 @@ import asyncio
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -50,6 +49,7 @@ from agentgym.evaluation.results import iter_episodes  # noqa: E402
 from agentgym.llm.generation import Generator, SamplingParams  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402
+from agentgym.utils.sockets import free_port  # noqa: E402
 
 ENVS = [{"id": "Sokoban-v0"}, {"id": "Wordle-v0"}]
 #: Qwen2.5's chat markup, without its tool-calling branches.
@@ -248,12 +248,6 @@ def resume(config: TrainConfig, checkpoint: Path | None, last: dict[str, Any]) -
         "loss_uninterrupted": last["loss"],
         "loss_resumed": again["loss"],
     }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class ServeModel:

@@ -61,6 +61,7 @@ from agentgym.evaluation.suites import load_suite
 from agentgym.integrations.venvs import ensure
 from agentgym.llm.models import resolve_model
 from agentgym.registry import env_info
+from agentgym.utils.sockets import free_port
 from agentgym.utils.text import last_action_line, strip_thinking
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,12 +86,6 @@ REASONS = ("no Action: line", "unknown command", "bad arguments", "cut at max to
 
 
 # ---- serving -----------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -39,6 +39,7 @@ from soak_harness import Churn, GrowthBounds, SoakReport, growth_failures, kill_
 import agentgym
 from agentgym.registry import max_concurrency
 from agentgym.serving.backends.process import ServerProcess
+from agentgym.utils.sockets import free_port
 
 MIX = Path(__file__).with_name("soak.yaml")
 #: What the fault cycles kill, in turn: a process name in the server's tree (or a site's server, outside it). The
@@ -180,7 +181,9 @@ def main() -> None:
     def keep(report: SoakReport, healthy: bool | None = None) -> None:
         raw.write_text(json.dumps({"setup": setup, "healthy": healthy, "report": report.as_json()}, indent=1))
 
-    server_args = [] if args.max_python_calls is None else ["--max-python-calls", str(args.max_python_calls)]
+    metrics_port = free_port()
+    server_args = ["--metrics-port", str(metrics_port)]
+    server_args += [] if args.max_python_calls is None else ["--max-python-calls", str(args.max_python_calls)]
     server = ServerProcess(
         list(mix),
         max_sessions=4 * args.sessions,
@@ -203,6 +206,7 @@ def main() -> None:
                 faults=faults if args.faults else None,
                 progress=lambda line: print(line, flush=True),
                 checkpoint=keep,
+                metrics_url=f"http://127.0.0.1:{metrics_port}/metrics",
             )
         )
         healthy = server.process.poll() is None
@@ -278,6 +282,7 @@ def latency_summary(report: SoakReport) -> list[str]:
     rows = []
     for key, name in (
         ("metrics_s", "`/metrics`, asked to answered (from a thread of the client, on a connection of its own)"),
+        ("listener_metrics_s", "`/metrics` on `--metrics-port`, off the event loop (asked at the same time)"),
         ("server_lag_s", "the server's event loop lag (worst in the minute before each sample)"),
         ("client_lag_s", "the soak client's event loop lag (the same)"),
     ):

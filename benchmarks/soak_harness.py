@@ -299,6 +299,7 @@ async def soak(
     faults: Mapping[int, Callable[[], dict[str, Any]]] | None = None,
     progress: Callable[[str], None] | None = None,
     checkpoint: Callable[[SoakReport], None] | None = None,
+    metrics_url: str | None = None,
 ) -> SoakReport:
     """Run ``cycles`` cycles of churn on the server at ``url`` (``mix``: sessions per env id), resting after each.
 
@@ -307,7 +308,8 @@ async def soak(
     and cycle. The server must reap idle sessions
     (``--session-ttl``) well within ``rest_timeout_s``. ``checkpoint`` is called with the report
     after each rest (to keep what was measured should the run be stopped). A server that exits
-    ends the run early, recorded as an event (``"server exited"``), with what was measured so far.
+    ends the run early, recorded as an event (``"server exited"``), with what was measured so far. With
+    ``metrics_url`` (the server's ``--metrics-port`` listener), each sample also times a scrape there.
     """
     churn = churn or Churn()
     report = SoakReport(mix=dict(mix))
@@ -333,7 +335,7 @@ async def soak(
                         event = await asyncio.to_thread(fault)  # type: ignore[arg-type]  # it may wait for its target
                         report.events.append({"t": time.monotonic() - started, "cycle": cycle, **event})
                         fault_at = None
-                    await _sample(client, server_pid, report, started, cycle, client_lag)
+                    await _sample(client, server_pid, report, started, cycle, client_lag, metrics_url)
             except ServerGone:
                 pass  # the rest below finds it gone too, once the workers have stopped
             stop.set()
@@ -356,27 +358,36 @@ async def soak(
 
 
 def _timed_metrics(url: str) -> tuple[float, dict[str, Any]]:
-    """How long ``/metrics`` took, asked on a connection of its own from a thread (as a monitor scraping it would:
-    this process's event loop, busy with hundreds of sessions, is not in the way), and its answer ({} if none)."""
+    """How long ``/metrics`` at ``url`` took, asked on a connection of its own from a thread (as a monitor scraping
+    it would: this process's event loop, busy with hundreds of sessions, is not in the way), and its answer ({} if
+    none)."""
     asked = time.monotonic()
     try:
-        with httpx.Client(base_url=url, timeout=60, trust_env=False) as client:
-            metrics = client.get("/metrics").json()
+        with httpx.Client(timeout=60, trust_env=False) as client:
+            metrics = client.get(url).json()
     except httpx.HTTPError:
         metrics = {}
     return time.monotonic() - asked, metrics
 
 
 async def _sample(
-    client: httpx.AsyncClient, pid: int, report: SoakReport, started: float, cycle: int, client_lag: LoopLag
+    client: httpx.AsyncClient,
+    pid: int,
+    report: SoakReport,
+    started: float,
+    cycle: int,
+    client_lag: LoopLag,
+    metrics_url: str | None = None,
 ) -> None:
     asked = time.monotonic()
-    metrics_s, metrics = await asyncio.to_thread(_timed_metrics, str(client.base_url))
+    scrapes = [str(client.base_url.join("/metrics")), *([metrics_url] if metrics_url else [])]
+    (metrics_s, metrics), *listener = await asyncio.gather(*(asyncio.to_thread(_timed_metrics, url) for url in scrapes))
     report.samples.append(
         {
             "t": asked - started,
             "cycle": cycle,
             "metrics_s": metrics_s,
+            **({"listener_metrics_s": listener[0][0]} if listener else {}),
             # The worst lag of the server's event loop and of this client's, each over the last minute.
             "server_lag_s": (metrics.get("loop_lag_s") or {}).get("max_last_minute"),
             "client_lag_s": client_lag.summary()["max_last_minute"],

@@ -202,6 +202,7 @@ SERVER = (
     "agentgym.serving.server",
     "agentgym.serving.app",
     "agentgym.serving.channels",
+    "agentgym.serving.monitor",
     "agentgym.serving.sessions",
     "agentgym.serving.memory",
 )
@@ -212,6 +213,7 @@ SERVING_FORBIDDEN = {
     "agentgym.serving.memory": ("agentgym.serving.",),
     "agentgym.serving.sessions": (*SERVER[:-1], "agentgym.serving.client", "agentgym.serving.backends"),
     "agentgym.serving.channels": (*SERVER[:2], "agentgym.serving.client", "agentgym.serving.backends"),
+    "agentgym.serving.monitor": (*SERVER[:3], "agentgym.serving.client", "agentgym.serving.backends"),
     "agentgym.serving.app": (SERVER[0], "agentgym.serving.client", "agentgym.serving.backends"),
     "agentgym.serving.server": ("agentgym.serving.client", "agentgym.serving.backends"),
     "agentgym.serving.vector_client": (*SERVER, "agentgym.serving.backends", "agentgym.serving.calls"),

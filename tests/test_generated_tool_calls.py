@@ -17,7 +17,6 @@ import asyncio
 import copy
 import json
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -39,6 +38,7 @@ from agentgym.llm.policies.openai_compat import OpenAIPolicy  # noqa: E402
 from agentgym.registry import env_info  # noqa: E402
 from agentgym.train.config import RolloutConfig  # noqa: E402
 from agentgym.train.rollout import ChatTokens, HFSampler, chat_env, make_slots, play_episodes  # noqa: E402
+from agentgym.utils.sockets import free_port  # noqa: E402
 from agentgym.wrappers.chat import ChatWrapper  # noqa: E402
 
 ENV_ID = "Sokoban-v0"
@@ -118,12 +118,6 @@ def tool_caller(
     steps = overfit(model_dir, [list(prompt) for prompt in prompts], reply)
     assert steps > 0  # the untrained model did not already write the call
     return model_dir, task_id, direction, reply
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_serve_model_returns_the_generated_call_and_the_openai_policy_executes_it(

@@ -22,6 +22,7 @@ import httpx
 import numpy as np
 import pytest
 import uvicorn
+from asgi import serving_in_thread
 from episodes import sampled
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
@@ -30,8 +31,10 @@ from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 import agentgym
 from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.serving import server as server_module
+from agentgym.serving.auth import ApiKeys
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError, ServerUnavailableError
+from agentgym.serving.monitor import MetricsListener
 from agentgym.serving.server import ChannelsFirst, create_app
 from agentgym.serving.sessions import PYTHON_SHARE, EnvServer, LoopLag, PythonCalls, Session
 from agentgym.serving.wire import (
@@ -51,6 +54,10 @@ PUZZLES = [
     ("Maze-v0", {}),
     ("Wordle-v0", {}),
 ]
+
+
+#: How long FragileEnv's ``stall`` command blocks.
+STALL_S = 2.0
 
 
 class FragileEnv(TextEnv):
@@ -80,6 +87,9 @@ class FragileEnv(TextEnv):
     def _execute(self, command: str) -> str:
         if command == "crash":
             raise RuntimeError("the engine fell over")
+        if command == "stall":  # on the event loop, for an inline env: the loop stands still meanwhile
+            time.sleep(STALL_S)
+            return "Stalled."
         if command != "go":
             raise InvalidAction("say go")
         self.left -= 1
@@ -524,6 +534,41 @@ def test_health_metrics_and_session_listing(url: str) -> None:
     assert memory["malloc"]["in_use"] <= memory["malloc"]["held"] and memory["threads"] >= 1
     assert "dict" in memory["objects_by_type"] and sum(memory["objects_by_type"].values()) <= memory["gc_objects"]
     env.close()
+
+
+def test_the_metrics_listener_answers_while_the_event_loop_stands_still() -> None:
+    """``--metrics-port``: while an inline env's step holds the event loop for 2 s, the listener answers a scrape
+    at once with the counters the loop's ``/metrics`` gives after; the server's keys guard it."""
+    app = create_app(["Fragile-v0"], api_keys=["secret"])
+    keyed = {"Authorization": "Bearer secret"}
+    listener = MetricsListener(app.state.server, "127.0.0.1", 0, ApiKeys(["secret"])).start()
+    with serving_in_thread(ChannelsFirst(app)) as url, concurrent.futures.ThreadPoolExecutor(2) as pool:
+        env = RemoteEnv(url, "Fragile-v0", api_key="secret")
+        env.reset(options={"task_id": 0})
+        stalled = pool.submit(env.step, "stall")
+        time.sleep(0.3)
+        on_loop = pool.submit(httpx.get, f"{url}/metrics", headers=keyed, timeout=30)
+        asked = time.monotonic()
+        scraped = httpx.get(listener.url, headers=keyed, timeout=30)
+        listener_s = time.monotonic() - asked
+        loop_answer = on_loop.result()
+        loop_s = time.monotonic() - asked
+        assert "Stalled." in stalled.result()[0]
+        assert scraped.status_code == 200 and listener_s < 0.5 < STALL_S - 0.5 < loop_s, (listener_s, loop_s)
+        metrics, after = scraped.json(), loop_answer.json()
+        assert metrics["sessions"] == after["sessions"] == 1 and metrics["sessions_by_env"] == {"Fragile-v0": 1}
+        assert metrics["calls"]["reset"] == after["calls"]["reset"] == 1 and after["loop_lag_s"]["max"] >= 1.0
+        refused = httpx.get(listener.url, timeout=30)
+        assert refused.status_code == 401 and refused.json()["error"]["type"] == "Unauthorized"
+        assert refused.headers["WWW-Authenticate"].startswith("Bearer")
+        wrong = httpx.get(listener.url, headers={"Authorization": "Bearer guess"}, timeout=30)
+        assert wrong.status_code == 401 and wrong.json()["error"]["message"] == "the API key is not valid"
+        elsewhere = httpx.get(listener.url.replace("/metrics", "/sessions"), headers=keyed, timeout=30)
+        assert elsewhere.status_code == 404 and elsewhere.json()["error"]["type"] == "NotFound"
+        posted = httpx.post(listener.url, headers=keyed, timeout=30)
+        assert posted.status_code == 405 and posted.headers["Allow"] == "GET"
+        env.close()
+    listener.close()
 
 
 def test_the_loop_lag_is_how_late_the_loop_runs_a_timer() -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -252,6 +255,29 @@ def test_listening_beyond_loopback_without_a_key_is_refused_unless_allowed(
     monkeypatch.delenv(API_KEYS_ENV, raising=False)
     assert server_main([ENV_ID, "--host", "0.0.0.0", "--port", "0"]) == 2
     assert "refusing to listen on '0.0.0.0' without an API key" in capsys.readouterr().err
+
+
+def test_serve_answers_metrics_on_its_metrics_port_with_its_keys() -> None:
+    """``agentgym serve --metrics-port 0``: the listener's URL is printed, and it answers the key's scrape with the
+    server's counters (tests/test_server.py shows it answering while the event loop stands still)."""
+    command = [sys.executable, "-m", "agentgym.serving.server", ENV_ID, "--port", "0", "--metrics-port", "0"]
+    server = subprocess.Popen(
+        [*command, "--no-prepare"], stdout=subprocess.PIPE, text=True, env={**os.environ, API_KEYS_ENV: KEY}
+    )
+    try:
+        lines = [server.stdout.readline() for _ in range(2)]  # type: ignore[union-attr]
+        metrics_url = lines[0].rpartition(" on ")[2].strip()
+        url = lines[1].rpartition(" on ")[2].strip()
+        assert metrics_url.endswith("/metrics") and metrics_url != f"{url}/metrics", lines
+        session = new_session(url)
+        assert httpx.get(metrics_url, timeout=30).status_code == 401
+        scraped = httpx.get(metrics_url, headers=bearer(KEY), timeout=30).json()
+        assert scraped["sessions"] == 1 and scraped["sessions_by_env"] == {ENV_ID: 1}
+        assert httpx.delete(f"{url}/sessions/{session}", headers=bearer(KEY)).status_code == 200
+        assert httpx.get(metrics_url, headers=bearer(KEY), timeout=30).json()["sessions_closed"] == 1
+    finally:
+        server.terminate()
+        server.wait(30)
 
 
 def test_the_process_backend_gives_its_server_a_key_of_its_own() -> None:

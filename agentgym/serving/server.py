@@ -86,6 +86,7 @@ from typing import Any
 from agentgym.registry import parse_limits, prepare_env
 from agentgym.serving.app import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MESSAGE_BYTES, BodyLimit, create_app
 from agentgym.serving.auth import (
+    ApiKeys,
     SessionQuotas,
     add_key_arguments,
     add_quota_arguments,
@@ -102,6 +103,7 @@ from agentgym.serving.memory import (
     release_free_memory,
     rss_bytes,
 )
+from agentgym.serving.monitor import MetricsListener
 from agentgym.serving.sessions import (
     DEFAULT_ENV_NICE,
     DEFAULT_MAX_PYTHON_CALLS,
@@ -172,6 +174,7 @@ def serve(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     env_nice: int = DEFAULT_ENV_NICE,
     max_python_calls: int | None = DEFAULT_MAX_PYTHON_CALLS,
+    metrics_port: int | None = None,
 ) -> None:
     """Serve ``env_ids`` until interrupted (SIGINT/SIGTERM close every session first).
 
@@ -184,7 +187,8 @@ def serve(
     runs before the socket listens, so that no session pays for it. ``api_keys``, ``quotas``,
     ``max_message_bytes``, ``env_nice`` and ``max_python_calls`` are :func:`create_app`'s; without keys, a
     ``host`` beyond loopback is refused (``ValueError``) unless ``allow_unauthenticated``
-    (:func:`~agentgym.serving.auth.check_exposure`).
+    (:func:`~agentgym.serving.auth.check_exposure`). With ``metrics_port``, ``GET /metrics`` is also answered on
+    that port of ``host`` (0: a free one) off the event loop (:class:`~agentgym.serving.monitor.MetricsListener`).
     """
     import uvicorn
 
@@ -228,8 +232,17 @@ def serve(
         where = f"http://[{bound_host}]:{bound_port}" if ":" in bound_host else f"http://{bound_host}:{bound_port}"
     if warning:
         print(f"agentgym serve: {warning}", file=sys.stderr, flush=True)
+    listener = None
+    if metrics_port is not None:
+        keys = ApiKeys(api_keys) if api_keys else None
+        listener = MetricsListener(app.state.server, host, metrics_port, keys).start()
+        print(f"agentgym serve: /metrics off the event loop on {listener.url}", flush=True)
     print(f"agentgym serve: {', '.join(app.state.server.env_ids)} on {where}", flush=True)
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if listener is not None:
+            listener.close()
 
 
 def _exit_at_eof(fd: int, server: Any) -> None:
@@ -283,6 +296,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run at most N session calls that run Python in the server at once (others wait their turn; 0: no "
         "limit): calls that wait on a browser, a JVM or a sandbox are not counted",
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="also answer GET /metrics on this port of --host (0: a free one), from a thread of its own: a scrape "
+        "answered at once while the event loop is busy (the server's keys apply)",
+    )
     parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     parser.add_argument("--fd", type=int, help="serve on this inherited listening socket instead of --host/--port")
     parser.add_argument("--exit-with-fd", type=int, metavar="FD", help="exit when this inherited pipe closes")
@@ -324,6 +344,7 @@ def serve_from_args(args: argparse.Namespace) -> int:
         max_message_bytes=args.max_message_bytes,
         env_nice=args.env_nice,
         max_python_calls=args.max_python_calls or None,
+        metrics_port=args.metrics_port,
     )
     return 0
 

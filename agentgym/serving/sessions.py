@@ -176,7 +176,7 @@ class LoopLag:
     def summary(self) -> dict[str, float]:
         return {
             "last": round(self.last, 4),
-            "max_last_minute": round(max((lag for _, lag in self.recent), default=0.0), 4),
+            "max_last_minute": round(max((lag for _, lag in tuple(self.recent)), default=0.0), 4),
             "max": round(self.worst, 4),
         }
 
@@ -437,18 +437,21 @@ class EnvServer:
                 session.executor.shutdown(wait=False)
 
     def metrics(self) -> dict[str, Any]:
+        """The counters of ``/metrics``; safe from another thread (:mod:`agentgym.serving.monitor`): the loop's
+        containers are copied each in one C call, which no other thread can interleave."""
+        sessions, counts, errors = list(self.sessions.values()), self.counts.copy(), self.errors.copy()
         return {
-            "sessions": len(self.sessions),
+            "sessions": len(sessions),
             "max_sessions": self.max_sessions,
             "session_ttl_s": self.session_ttl_s,
-            "sessions_by_env": dict(Counter(session.env_id for session in self.sessions.values())),
-            **{key: self.counts[key] for key in ("sessions_created", "sessions_closed", "sessions_reaped")},
-            "sessions_failed": self.counts["sessions_failed"],  # closed because their env raised
-            "memory_releases": self.counts["memory_releases"],
-            "calls": {name: self.counts[f"{name}_calls"] for name in CALLS},
-            "steps": self.counts["step_calls"],
-            "errors": sum(self.errors.values()),
-            "errors_by_type": dict(self.errors),
+            "sessions_by_env": dict(Counter(session.env_id for session in sessions)),
+            **{key: counts[key] for key in ("sessions_created", "sessions_closed", "sessions_reaped")},
+            "sessions_failed": counts["sessions_failed"],  # closed because their env raised
+            "memory_releases": counts["memory_releases"],
+            "calls": {name: counts[f"{name}_calls"] for name in CALLS},
+            "steps": counts["step_calls"],
+            "errors": sum(errors.values()),
+            "errors_by_type": dict(errors),
             "rss_bytes": rss_bytes(),
             "loop_lag_s": self.loop_lag.summary(),
             "python_calls": self.python_calls.summary(),

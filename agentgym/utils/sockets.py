@@ -29,3 +29,10 @@ def unix_socket(path: str) -> socket.socket:
     sock.bind(path)
     sock.listen(2048)
     return sock
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing listens on now (for a server started next, which binds it itself)."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
