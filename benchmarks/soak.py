@@ -281,8 +281,8 @@ def latency_summary(report: SoakReport) -> list[str]:
     """How long ``/metrics`` took under load, and how late each side's event loop ran (samples every 10 s)."""
     rows = []
     for key, name in (
-        ("metrics_s", "`/metrics`, asked to answered (from a thread of the client, on a connection of its own)"),
-        ("listener_metrics_s", "`/metrics` on `--metrics-port`, off the event loop (asked at the same time)"),
+        ("metrics_s", "`/metrics`, asked to answered (timed in a process of its own)"),
+        ("listener_metrics_s", "`/metrics` on `--metrics-port`, off the event loop (the same, asked at the same time)"),
         ("server_lag_s", "the server's event loop lag (worst in the minute before each sample)"),
         ("client_lag_s", "the soak client's event loop lag (the same)"),
     ):

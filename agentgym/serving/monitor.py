@@ -2,7 +2,7 @@
 
 Under full load the server's event loop runs late (its lag is in ``/metrics`` itself: about a second at the median
 with 256 sessions on two cores, benchmarks/results/soak.md), and every route it serves waits that long, ``/metrics``
-too. :class:`MetricsListener` answers ``GET /metrics`` from threads of its own on a port of its own, reading the
+too. :class:`MetricsListener` answers ``GET /metrics`` from a thread of its own on a port of its own, reading the
 :class:`~agentgym.serving.sessions.EnvServer`'s counters directly (:meth:`EnvServer.metrics` takes snapshots that
 are safe from another thread), so that a scrape is answered while the loop is busy. The server's keys guard it
 (``Authorization: Bearer KEY``; 401 without one) and the body is the loop's ``/metrics`` JSON.
@@ -23,17 +23,23 @@ from agentgym.serving.wire import encode_json
 if TYPE_CHECKING:
     from agentgym.serving.sessions import EnvServer
 
+#: How long the listener waits for a request's bytes before it drops the connection (it serves one at a time).
+READ_TIMEOUT_S = 5.0
+
 
 class MetricsListener:
-    """Serves ``GET /metrics`` of ``server`` on ``host:port`` (0: a free port; :attr:`url` says which) from daemon
-    threads, once :meth:`start` ed and until :meth:`close`; with ``keys``, only to requests that carry one."""
+    """Serves ``GET /metrics`` of ``server`` on ``host:port`` (0: a free port; :attr:`url` says which) from a daemon
+    thread, once :meth:`start` ed and until :meth:`close`; with ``keys``, only to requests that carry one.
+
+    One request at a time, each on a connection of its own (HTTP/1.0; a client that sends nothing for
+    :data:`READ_TIMEOUT_S` is dropped): a scrape is short, and a thread started per request would wait, under load,
+    for the kernel to run it (a first version did: 1 of 65 scrapes took 1.9 s in a 12-minute soak)."""
 
     def __init__(self, server: EnvServer, host: str, port: int, keys: ApiKeys | None = None) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        http_class = type("MetricsHTTPServer", (http.server.ThreadingHTTPServer,), {"address_family": family})
+        http_class = type("MetricsHTTPServer", (http.server.HTTPServer,), {"address_family": family})
         handler = type("MetricsHandler", (_MetricsHandler,), {"env_server": server, "keys": keys})
         self._http = http_class((host, port), handler)
-        self._http.daemon_threads = True
         self._thread = threading.Thread(target=self._http.serve_forever, name="metrics-listener", daemon=True)
 
     @property
@@ -54,7 +60,7 @@ class MetricsListener:
 class _MetricsHandler(http.server.BaseHTTPRequestHandler):
     env_server: EnvServer
     keys: ApiKeys | None
-    protocol_version = "HTTP/1.1"
+    timeout = READ_TIMEOUT_S
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         if self.path.split("?", 1)[0] != "/metrics":
