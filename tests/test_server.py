@@ -56,8 +56,9 @@ PUZZLES = [
 ]
 
 
-#: How long FragileEnv's ``stall`` command blocks.
+#: How long FragileEnv's ``stall`` command blocks, and the event it sets as it starts to.
 STALL_S = 2.0
+STALLING = threading.Event()
 
 
 class FragileEnv(TextEnv):
@@ -88,6 +89,7 @@ class FragileEnv(TextEnv):
         if command == "crash":
             raise RuntimeError("the engine fell over")
         if command == "stall":  # on the event loop, for an inline env: the loop stands still meanwhile
+            STALLING.set()
             time.sleep(STALL_S)
             return "Stalled."
         if command != "go":
@@ -545,8 +547,9 @@ def test_the_metrics_listener_answers_while_the_event_loop_stands_still() -> Non
     with serving_in_thread(ChannelsFirst(app)) as url, concurrent.futures.ThreadPoolExecutor(2) as pool:
         env = RemoteEnv(url, "Fragile-v0", api_key="secret")
         env.reset(options={"task_id": 0})
+        STALLING.clear()
         stalled = pool.submit(env.step, "stall")
-        time.sleep(0.3)
+        assert STALLING.wait(30)
         on_loop = pool.submit(httpx.get, f"{url}/metrics", headers=keyed, timeout=30)
         asked = time.monotonic()
         scraped = httpx.get(listener.url, headers=keyed, timeout=30)
