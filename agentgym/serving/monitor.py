@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agentgym.serving.auth import ApiKeys, Refusal
 from agentgym.serving.calls import ProtocolError
 from agentgym.serving.wire import encode_json
+from agentgym.utils.sockets import http_url
 
 if TYPE_CHECKING:
     from agentgym.serving.sessions import EnvServer
@@ -45,7 +46,7 @@ class MetricsListener:
     @property
     def url(self) -> str:
         host, port = self._http.server_address[:2]
-        return f"http://[{host}]:{port}/metrics" if ":" in str(host) else f"http://{host}:{port}/metrics"
+        return http_url(str(host), port, "/metrics")
 
     def start(self) -> MetricsListener:
         self._thread.start()

@@ -114,7 +114,7 @@ from agentgym.serving.sessions import (
     resolve_env_ids,
 )
 from agentgym.utils.processes import forbid_raising_priority
-from agentgym.utils.sockets import listening_socket, unix_socket
+from agentgym.utils.sockets import http_url, listening_socket, unix_socket
 
 __all__ = [
     "DEFAULT_ENV_NICE",
@@ -229,7 +229,7 @@ def serve(
         where = f"unix:{uds}"
     else:
         bound_host, bound_port = sock.getsockname()[:2]
-        where = f"http://[{bound_host}]:{bound_port}" if ":" in bound_host else f"http://{bound_host}:{bound_port}"
+        where = http_url(bound_host, bound_port)
     if warning:
         print(f"agentgym serve: {warning}", file=sys.stderr, flush=True)
     listener = None

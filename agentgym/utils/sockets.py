@@ -36,3 +36,8 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def http_url(host: str, port: int, path: str = "") -> str:
+    """``http://host:port`` + ``path``, an IPv6 host in brackets."""
+    return f"http://[{host}]:{port}{path}" if ":" in host else f"http://{host}:{port}{path}"
