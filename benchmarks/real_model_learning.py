@@ -47,21 +47,26 @@ def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def stage_config(suite: dict[str, Any], family: dict[str, Any], stage: str, work: Path) -> TrainConfig:
-    """The ``sft`` or ``rl`` config of ``family``: the suite's config file with the family's overrides."""
+    """The ``sft`` or ``rl`` config of ``family``: the suite's config file on the family's env, with the family's
+    overrides; or the family's own config file (``rl_config``, ``sft_config``), whose env and evaluation stay."""
     folder = work / family["name"]
-    base = to_dict(load_config(ROOT / suite[f"{stage}_config"]))
+    own = family.get(f"{stage}_config")
+    base = to_dict(load_config(ROOT / (own or suite[f"{stage}_config"])))
     config = merged(base, family.get("overrides", {}))
     iterations = family[stage]["iterations"]
     config |= {
-        "envs": [{"id": family["env"], "split": "train", "kwargs": family.get("env_kwargs", {})}],
         "out": str(folder / stage),
         "iterations": iterations,
-        "eval_every": iterations,
-        "eval_episodes": suite["eval_episodes"],
-        "eval_concurrency": suite["eval_episodes"],
         "checkpoint_every": max(1, iterations // 2),
         "tensorboard": False,
     }
+    if own is None:
+        config |= {
+            "envs": [{"id": family["env"], "split": "train", "kwargs": family.get("env_kwargs", {})}],
+            "eval_every": iterations,
+            "eval_episodes": suite["eval_episodes"],
+            "eval_concurrency": suite["eval_episodes"],
+        }
     if stage == "sft":
         config["data"] = config["data"] | {"path": str(folder / "data")}
     elif "sft" in family:
@@ -149,7 +154,9 @@ def measured(family: dict[str, Any], folder: Path) -> dict[str, Any] | None:
         "sft": held_out(folder / "sft" / "eval" / f"iteration-{sft_steps:06d}") if sft else None,
         "rl": held_out(folder / "rl" / "eval" / f"iteration-{rl_steps:06d}") if rl else None,
     }
+    rl_evals = sorted((folder / "rl" / "eval").glob("iteration-*")) if rl else []
     times = json.loads((folder / "times.json").read_text()) if (folder / "times.json").exists() else {}
+    first_config = json.loads((folder / _first_stage(family) / "config.json").read_text())
     # Training time from the iterations' own clocks (a resumed stage's wall time would miss what ran before).
     trained = [sum(row.get("rollout_s", 0.0) + row.get("update_s", 0.0) for row in rows) for rows in (sft, rl)]
     data_file = folder / "data" / "data.json"
@@ -157,7 +164,7 @@ def measured(family: dict[str, Any], folder: Path) -> dict[str, Any] | None:
         "family": family["name"],
         "kind": family["kind"],
         "env": family["env"],
-        "env_kwargs": family.get("env_kwargs", {}),
+        "env_kwargs": first_config["envs"][0].get("kwargs", {}),
         "examples": json.loads(data_file.read_text())["examples"] if data_file.exists() else 0,
         "sft_iterations": len(sft),
         "rl_iterations": len(rl),
@@ -167,6 +174,7 @@ def measured(family: dict[str, Any], folder: Path) -> dict[str, Any] | None:
         "training_s": {"sft": trained[0], "rl": trained[1]},
         "sft_loss": [row["loss"] for row in sft],
         "rl_success": [row["success_rate"] for row in rl],
+        "rl_held_out": [[int(path.name.split("-")[1]), held_out(path)] for path in rl_evals],
     }
 
 
@@ -205,7 +213,10 @@ def report(suite: dict[str, Any], work: Path) -> None:
         "after GRPO (from SFT, or alone) | training minutes (SFT / GRPO) |\n|---|---|---|---|---|---|---|---|---|---|\n"
         + "\n".join(rows)
     )
-    setup = f"SmolLM2-135M-Instruct, LoRA r 16, float32, {suite['eval_episodes']} dev episodes per evaluation"
+    setup = (
+        f"SmolLM2-135M-Instruct, LoRA r 16, float32, {suite['eval_episodes']} dev episodes per evaluation (a family "
+        "with a config of its own: that config's eval_episodes)"
+    )
     record(
         "real_model_learning",
         "A real model learns on a CPU: SFT on oracle episodes, then GRPO",
@@ -230,6 +241,15 @@ def _cell(result: dict[str, Any] | None) -> str:
     return f"{result['success']:.0%} [{result['low']:.0%}, {result['high']:.0%}] ({result['invalid_rate']:.0%} invalid)"
 
 
+def held_out_points(family: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """(iteration counted from the first SFT step, held-out result) of every evaluation of a family's runs."""
+    start = family["sft_iterations"]
+    points = [(0, family["held_out"]["before"]), (start, family["held_out"]["sft"])]
+    during_rl = [(start + iteration, result) for iteration, result in family.get("rl_held_out", []) if iteration]
+    points += during_rl or [(start + family["rl_iterations"], family["held_out"]["rl"])]
+    return [(x, result) for x, result in points if result]
+
+
 def plot(data: list[dict[str, Any]]) -> None:
     """Per family: the SFT loss per step, GRPO's training success per iteration, held-out success per stage."""
     import matplotlib
@@ -240,16 +260,17 @@ def plot(data: list[dict[str, Any]]) -> None:
     figure, axes = plt.subplots(2, len(data), figsize=(4 * len(data), 6.5), squeeze=False)
     for column, family in enumerate(data):
         top, bottom = axes[0][column], axes[1][column]
-        top.plot(range(1, len(family["sft_loss"]) + 1), family["sft_loss"], label="SFT loss per assistant token")
         top.set_title(f"{family['family']}: SFT")
-        top.set_xlabel("step")
-        top.legend(fontsize=8)
-        stages = [(stage, family["held_out"][stage]) for stage in STAGES if family["held_out"][stage]]
-        steps = {"before": 0, "sft": family["sft_iterations"], "rl": family["sft_iterations"] + family["rl_iterations"]}
-        xs = [steps[stage] for stage, _ in stages]
-        ys = [result["success"] for _, result in stages]
-        errors = [[y - r["low"] for y, (_, r) in zip(ys, stages)], [r["high"] - y for y, (_, r) in zip(ys, stages)]]
-        bottom.errorbar(xs, ys, yerr=errors, fmt="o-", capsize=4, label="held-out success (greedy)")
+        if family["sft_loss"]:
+            top.plot(range(1, len(family["sft_loss"]) + 1), family["sft_loss"], label="SFT loss per assistant token")
+            top.set_xlabel("step")
+            top.legend(fontsize=8)
+        else:
+            top.text(0.5, 0.5, "none: GRPO alone,\nfrom the instruct model", ha="center", transform=top.transAxes)
+        points = held_out_points(family)
+        ys = [result["success"] for _, result in points]
+        errors = [[y - r["low"] for y, (_, r) in zip(ys, points)], [r["high"] - y for y, (_, r) in zip(ys, points)]]
+        bottom.errorbar([x for x, _ in points], ys, yerr=errors, fmt="o-", capsize=4, label="held-out success (greedy)")
         if family["rl_success"]:
             start = family["sft_iterations"]
             bottom.plot(

@@ -138,6 +138,25 @@ def test_answers_in_tags_and_several_lines() -> None:
     assert info["success"]
 
 
+def test_a_flexible_env_reads_a_prose_reply_as_its_last_number() -> None:
+    config = {"min_terms": 2, "max_terms": 2, "min_digits": 4, "max_digits": 4, "operators": ["+"]}
+    strict = ReasoningGymEnv(config=config)
+    flexible = ReasoningGymEnv(config=config, flexible_answer=True)
+    for env in (strict, flexible):
+        env.reset(options={"task_id": 10_000})
+    answer = flexible.expected_answer()
+    assert answer is not None and answer == strict.expected_answer()
+    prose = f"First the thousands, 1000 + 3000 = 4000, then the rest: the sum is {int(answer):,}."  # 12,345
+    assert strict.step(prose)[-1]["invalid_action"]
+    *_, info = flexible.step(prose)
+    assert info["success"] and flexible.last_answer == answer
+    flexible.reset(options={"task_id": 10_000})
+    assert not flexible.step(f"answer[{int(answer) + 1}] (not {answer})")[-1]["success"]  # the format comes first
+    flexible.reset(options={"task_id": 10_000})
+    assert flexible.step("I cannot add these.")[-1]["invalid_action"]
+    assert "last number" in flexible.action_syntax and "last number" not in strict.action_syntax
+
+
 # ---- the interpreter -----------------------------------------------------------------------------
 
 

@@ -5,7 +5,9 @@ several lines), or inside ``<answer>...</answer>`` tags (reasoning-gym's own for
 the ``answer`` tool. Ids with the interpreter also take Python code: a fenced ```python block, or
 ``Action: python`` with the code below it, or a call of the ``python`` tool
 (:class:`~agentgym.sandbox.interpreter.InterpreterMixin`); its output is the next observation and
-the episode goes on. Anything else is an invalid action.
+the episode goes on. With ``flexible_answer=True`` a reply that gives no answer in these forms is
+read as its last number (lm-evaluation-harness's "flexible-extract" of GSM8K: how small models that
+answer in prose are scored); anything else is an invalid action.
 
 Reward and termination: the first answer ends the episode; its score (in [0, 1], partial credit
 where the scorer gives it) is the reward; success is a score of 1. Without the interpreter an id
@@ -25,6 +27,7 @@ from agentgym.sandbox.interpreter import InterpreterMixin, code_of
 
 _ANSWER = re.compile(r"answer\s*\[(.*)\]", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
+_NUMBER = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?")
 #: Host packages the interpreter shows (their site-packages folders), when installed.
 INTERPRETER_PACKAGES = ("numpy", "sympy")
 
@@ -36,6 +39,12 @@ def answer_in(command: str) -> str | None:
         return match.group(1).strip()
     tags = _TAG.findall(command)
     return tags[-1].strip() if tags else None
+
+
+def last_number(text: str) -> str | None:
+    """The last number written in ``text`` (dollar signs and thousands' commas dropped), or ``None``."""
+    numbers = _NUMBER.findall(text)
+    return numbers[-1].replace("$", "").replace(",", "") if numbers else None
 
 
 class AnswerEnv(InterpreterMixin):
@@ -53,9 +62,11 @@ class AnswerEnv(InterpreterMixin):
         interpreter_limits: Limits | Mapping[str, Any] | None = None,
         interpreter_packages: Sequence[str] = INTERPRETER_PACKAGES,
         render_mode: str | None = None,
+        flexible_answer: bool = False,
     ) -> None:
         super().__init__(render_mode)
         self.init_interpreter(tools, interpreter_limits, interpreter_packages)
+        self.flexible_answer = flexible_answer
         self.question = ""
         self.last_answer: str | None = None
 
@@ -71,12 +82,19 @@ class AnswerEnv(InterpreterMixin):
         """The answer a command gives (families add their own forms, e.g. ``\\boxed{}``)."""
         return answer_in(command)
 
+    def answer_of(self, command: str) -> str | None:
+        """The answer a reply gives: :meth:`find_answer`, else (``flexible_answer``) its last number."""
+        found = self.find_answer(command)
+        return last_number(command) if found is None and self.flexible_answer else found
+
     @property
     def action_syntax(self) -> str:
         answer = (
             "Give your final answer as 'Action: answer[<your answer>]' (or <answer>...</answer>); "
             "only the first answer counts and it ends the episode."
         )
+        if self.flexible_answer:
+            answer += " A reply without one is read as its last number."
         return f"{answer}\n{self.interpreter_syntax}" if self.interpreter_enabled else answer
 
     def _describe(self) -> str:
@@ -88,7 +106,7 @@ class AnswerEnv(InterpreterMixin):
         code = code_of(command)
         if code is not None:
             return self.run_cell(code)
-        answer = self.find_answer(command)
+        answer = self.answer_of(command)
         if answer is None:
             kinds = "Python code or " if self.interpreter_enabled else ""
             raise InvalidAction(f"expected {kinds}a final answer as answer[...].")

@@ -108,8 +108,9 @@ class ReasoningGymEnv(AnswerEnv):
         interpreter_limits: Limits | Mapping[str, Any] | None = None,
         interpreter_packages: Sequence[str] = INTERPRETER_PACKAGES,
         render_mode: str | None = None,
+        flexible_answer: bool = False,
     ) -> None:
-        super().__init__(tools, interpreter_limits, interpreter_packages, render_mode)
+        super().__init__(tools, interpreter_limits, interpreter_packages, render_mode, flexible_answer)
         names = generator_names()
         if dataset not in names:
             raise ValueError(f"unknown reasoning-gym generator {dataset!r}; choose one of {', '.join(names)}")

@@ -274,8 +274,9 @@ class MathFileEnv(MathAnswerEnv):
         interpreter_limits: Limits | Mapping[str, Any] | None = None,
         interpreter_packages: Sequence[str] = INTERPRETER_PACKAGES,
         render_mode: str | None = None,
+        flexible_answer: bool = False,
     ) -> None:
-        super().__init__(tools, interpreter_limits, interpreter_packages, render_mode)
+        super().__init__(tools, interpreter_limits, interpreter_packages, render_mode, flexible_answer)
         files = {"train": train, "dev": dev, "test": test}
         if not any(files.values()):
             raise MathSetupError(
