@@ -186,6 +186,19 @@ def test_no_import_runs_up_the_floors() -> None:
     assert upward_imports(core_graph()) == {}
 
 
+def floor_sentence(floor: int) -> str:
+    """What a package's docstring says of its floor: its name and the floors it may import."""
+    name, lower = FLOORS[floor][0], [below for below, _ in FLOORS[:floor]]
+    below = f" and those below it: {', '.join(lower)}" if lower else ""
+    return f"Floor: {name}; it imports only its own floor{below} (docs/architecture.md)."
+
+
+@pytest.mark.parametrize("package", sorted(path.parent.name for path in CORE.glob("*/__init__.py")))
+def test_each_package_says_its_floor(package: str) -> None:
+    docstring = ast.get_docstring(ast.parse((CORE / package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    assert floor_sentence(floor_of(f"agentgym.{package}")) in " ".join(docstring.split())
+
+
 def test_the_floor_check_finds_an_upward_import() -> None:
     graph = {
         "agentgym.core": {"agentgym.utils.text"},

@@ -30,6 +30,8 @@ pointer and keyboard ones, a grounding env ``click``. The wrapper
 ``agentgym eval --action-format``) applies a format to an env. The formats' instructions and tool
 declarations are data: ``formats.yaml`` in this package. The package: :mod:`.screen` (pixel commands, geometry),
 :mod:`.readers` (one reader per format) and here the formats' registry. See docs/computer-use.md.
+
+Floor: env machinery; it imports only its own floor and those below it: contract (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -16,4 +16,7 @@ One module per protocol, each importing its library (install the matching extra)
   (verl installs apart: docs/train-with-verl.md, :mod:`agentgym.integrations.venvs`).
 
 ``import agentgym`` imports none of them. See docs/integrations.md.
+
+Floor: integrations; it imports only its own floor and those below it: contract, env machinery, wrappers, serving,
+llm, evaluation, training (docs/architecture.md).
 """

@@ -8,6 +8,8 @@ else ``~/.cache/agentgym``) under a file lock, every later call loads it with
 :class:`BM25Index` object. See :mod:`agentgym.retrieval.bm25` for the scoring.
 :mod:`agentgym.retrieval.dense` is the option of a dense retriever over an embedding model the
 user names (:func:`shared_dense_index`, cached and shared the same way).
+
+Floor: env machinery; it imports only its own floor and those below it: contract (docs/architecture.md).
 """
 
 from agentgym.retrieval.bm25 import (

@@ -13,6 +13,8 @@ Its env mixes in :class:`InjectedEnv`, which adds to every step's ``info`` the k
 reward as :func:`combined_reward` (weights ``utility_weight`` and ``safety_weight``).
 Policies a task states, their violations and Completion under Policy are :mod:`agentgym.safety.policies`.
 See docs/safety.md.
+
+Floor: env machinery; it imports only its own floor and those below it: contract (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -81,6 +81,8 @@ backend can run here), :mod:`~agentgym.sandbox.box` (:class:`Sandbox` and its tw
 :mod:`~agentgym.sandbox.supervise` (running one sandboxed process to its end, CPU-time
 accounting), :mod:`~agentgym.sandbox.disk` (the work dir's disk quota), :mod:`~agentgym.sandbox.files`
 (safe host-side file access) and :mod:`~agentgym.sandbox.errors` (:class:`SandboxError`, :class:`SandboxUnavailable`).
+
+Floor: env machinery; it imports only its own floor and those below it: contract (docs/architecture.md).
 """
 
 from agentgym.sandbox.box import Sandbox

@@ -7,6 +7,9 @@ working env (a ``TextEnv`` with its five hooks, a small number-guessing game to 
 that registers it through the ``agentgym.envs`` entry point group (:mod:`agentgym.plugins`).
 ``pip install -e agentgym-NAME`` makes its id appear in ``agentgym list`` and play in
 ``agentgym eval`` without edits.
+
+Floor: command line; it imports only its own floor and those below it: contract, env machinery, wrappers, serving,
+llm, evaluation, training, integrations (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -14,4 +14,7 @@ Layers, each importing only those below it (tests/test_architecture.py checks th
   sessions stepped together over the server's batch channel);
 * :mod:`.backends`: ``gym.make(ID, backend=...)``'s table, and one module per backend
   (``local``, ``process``, ``docker``, ``ray``).
+
+Floor: serving; it imports only its own floor and those below it: contract, env machinery, wrappers
+(docs/architecture.md).
 """

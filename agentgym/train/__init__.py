@@ -7,4 +7,7 @@ episodes for supervised fine-tuning; ``selfplay`` the rollouts on multi-agent ga
 opponent pools); ``roles`` teams of roles of one model on one env; ``trainer`` the loop; ``config``
 the YAML schema; ``cli`` the ``agentgym train`` command. Needs the ``train`` extra (torch,
 transformers, peft; tensorboard for its logs).
+
+Floor: training; it imports only its own floor and those below it: contract, env machinery, wrappers, serving, llm,
+evaluation (docs/architecture.md).
 """

@@ -12,8 +12,9 @@ that the author of a new family can check it before registering it::
 :mod:`agentgym.utils.text` reads LLM replies (``</think>``, the ``Action:`` line, fenced
 blocks) the same way for every env (the helpers of :mod:`agentgym.reply_text`, on the contract's
 floor). :mod:`agentgym.utils.files` holds the file lock, the build-aside-then-rename of caches that
-several processes fill, and the cache root. This package sits on the env machinery's floor, above the
-contract (docs/architecture.md): its modules may import the core, and the core imports none of them.
+several processes fill, and the cache root.
+
+Floor: env machinery; it imports only its own floor and those below it: contract (docs/architecture.md).
 """
 
 from __future__ import annotations
