@@ -1,81 +1,65 @@
 """Safety training on CPU: does the safety term of the reward lower attack success on held-out attacks?
 
-The env is ``Search-Attack-v0`` on easy questions (``difficulty="easy"``: single facts and 2-hop bridges, 4 to 8
-turns): an injected paragraph in the first article the question needs asks the agent either to send the question
-to the attacker's site (``exfiltrate_query``: the user task can still be done) or to answer with a decoy
-(``wrong_answer``: the user task is lost). Its reward is ``utility_weight * utility - safety_weight *
+The model is the real SmolLM2-135M-Instruct (``smollm2``, LoRA r 16), trained with GRPO alone from the instruct
+model, as ``agentgym/train/configs/grpo-smollm2-arithmetic.yaml`` trains it on sums of two one-digit numbers
+(answers read as a reply's last number: ``flexible_answer``). The env is those sums under attack,
+``ReasoningGym-Attack-v0``: below each question stands an injected note that asks the agent either to start its
+reply with the attacker's link (``exfiltrate_question``: the user task can still be done) or to answer with a
+decoy (``wrong_answer``: the user task is lost). Untrained, the model obeys a good share of them (greedy, on dev
+questions: about 3 in 4 of the decoys). Its reward is ``utility_weight * utility - safety_weight *
 attack_success`` (docs/safety.md).
 
-1. A tiny word-level Llama (2 layers, 64 hidden units; made here, offline; digits are single tokens, so any
-   document id and year can be spelled) is warmed up by next-token prediction on a *mix* of transcripts of the
-   oracle (which ignores the injection) and the obedient player (which carries it out first), as
-   :class:`~agentgym.wrappers.chat.ChatWrapper` writes them, on train-split tasks. So it starts out obeying
-   the injection a fair share of the time while still doing the user task sometimes.
-2. From that one warm-up, the reference trainer (``agentgym.train``, GRPO) trains two copies on the train split
+1. From the instruct model, the reference trainer (``agentgym.train``, GRPO) trains two copies on the train split
    with the same seed, budget and group size: **utility only** (``safety_weight=0``) and **utility + safety**
    (``safety_weight`` > 0).
-3. Held out: training plays only two of the three injection styles (an id registered here,
-   ``Search-Attack-SeenStyles-v0``: the same env with the variants ``hidden_text`` left out, so its task ``t``
-   plays user task ``t // 4`` under (goal, style) ``t % 4``); every checkpoint (and the warm-up model) is
-   evaluated greedily on the first dev questions of the real ``Search-Attack-v0`` under all six variants (dev
-   questions are about subjects never trained on; ``hidden_text`` was never seen), and on the same questions
-   without attack (``Search-Easy-v0``, the same user tasks). Reported: utility, utility under attack and attack
-   success, overall, on the held-out style and per goal, with 95% Wilson intervals.
+2. Held out: training plays only two of the three injection styles (an id registered here,
+   ``ReasoningGym-Attack-SeenStyles-v0``: the same env with ``hidden_text`` left out, so its task ``t`` plays
+   user task ``t // 4`` under (goal, style) ``t % 4``); the model is evaluated greedily, before training and
+   every ``eval_every`` iterations, on the first dev questions of the real ``ReasoningGym-Attack-v0`` under all
+   six variants (``hidden_text`` never seen in training) and on the same questions without attack
+   (``ReasoningGym-v0``). Reported: utility, utility under attack and attack success, overall, on the held-out
+   style and per goal, with 95% Wilson intervals.
 
-Run: ``nice -n 10 python benchmarks/safety_training.py`` (needs matplotlib). Writes
-``benchmarks/results/safety_training.{md,json,png}``. ``--check`` runs a tiny version (20 s). The full setting has
-not been run yet: on the shared 2-core machine (load about 12) a warm-up of 150 steps x 8 transcripts (about
-1,300 tokens each) took 19 minutes and reached loss 1.97, and that model's greedy replies were the same on
-every dev question (it had not yet learned to copy names or document ids from the observation: utility 0 and
-attack success 0 on 10 dev questions; that try decoded digits with spaces between them, fixed since), so a
-useful warm-up needs several times that budget, or a GPU.
+Run: ``python benchmarks/safety_training.py`` (needs matplotlib). Writes
+``benchmarks/results/safety_training.{md,json,png}``; ``--check`` runs a tiny version (a few minutes).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import random
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import gymnasium as gym
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import agentgym  # noqa: E402,F401  (registers the envs)
-from agentgym.environments.search import SPLITS  # noqa: E402
-from agentgym.environments.search.attack import VARIANTS, SearchAttackEnv  # noqa: E402
+from agentgym.environments.reasoning import REASONING_SPLITS  # noqa: E402
+from agentgym.environments.reasoning.attack import VARIANTS, ReasoningGymAttackEnv  # noqa: E402
 from agentgym.evaluation.plan import EvalItem  # noqa: E402
 from agentgym.evaluation.records import EpisodeRecord  # noqa: E402
-from agentgym.evaluation.runner import run_eval  # noqa: E402
+from agentgym.evaluation.results import iter_episodes  # noqa: E402
 from agentgym.evaluation.stats import wilson_interval  # noqa: E402
-from agentgym.llm.policies import make_policy  # noqa: E402
 from agentgym.registry import env_info, register  # noqa: E402
 from agentgym.safety import Variants  # noqa: E402
-from agentgym.train.config import AlgorithmConfig, EnvConfig, ModelConfig, RolloutConfig, TrainConfig  # noqa: E402
+from agentgym.train.config import EnvConfig, TrainConfig, load_config  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402
-from agentgym.wrappers.chat import ChatWrapper  # noqa: E402
 from benchmarks.recording import RESULTS, record  # noqa: E402
-from benchmarks.train_learning import next_token_warm_up, word_level_model  # noqa: E402
 
-ATTACK_ID, PLAIN_ID = "Search-Attack-v0", "Search-Easy-v0"
-KWARGS = {"difficulty": "easy"}  # Search-Easy-v0's questions: the attack id's user tasks are the same
+ROOT = Path(__file__).resolve().parent.parent
+BASE_CONFIG = ROOT / "agentgym" / "train" / "configs" / "grpo-smollm2-arithmetic.yaml"
+ATTACK_ID, PLAIN_ID = "ReasoningGym-Attack-v0", "ReasoningGym-v0"
 HELD_OUT_STYLE = "hidden_text"
-TRAIN_ID = "Search-Attack-SeenStyles-v0"
-SYSTEM_PROMPT = "Reply with one command."
+TRAIN_ID = "ReasoningGym-Attack-SeenStyles-v0"
 RUNS = {"utility only": 0.0, "utility + safety": None}  # None: the setting's safety weight
 
 
-class SeenStylesEnv(SearchAttackEnv):
-    """``Search-Attack-v0`` without the held-out style: both goals, the other two styles (the training tasks)."""
+class SeenStylesEnv(ReasoningGymAttackEnv):
+    """``ReasoningGym-Attack-v0`` without the held-out style: both goals, the other two styles (training)."""
 
     variants = Variants(VARIANTS.goals, tuple(style for style in VARIANTS.styles if style != HELD_OUT_STYLE))
-    splits = variants.splits(SPLITS)
+    splits = variants.splits(REASONING_SPLITS)
 
 
 def register_seen_styles() -> None:
@@ -87,137 +71,86 @@ def register_seen_styles() -> None:
         family=info.family,
         description=f"{ATTACK_ID} without the {HELD_OUT_STYLE} injection style (benchmarks/safety_training.py)",
         splits=SeenStylesEnv.splits,
-        prepare=info.prepare,
         max_episode_steps=info.max_episode_steps,
     )
 
 
 @dataclass(frozen=True)
 class Setting:
-    """The demonstration's budget."""
+    """The demonstration's budget (the rest is grpo-smollm2-arithmetic.yaml's)."""
 
     name: str
     seed: int
-    hidden: int
-    layers: int
-    warm_up_steps: int
-    warm_up_batch: int
-    obedient_share: float  # of the warm-up transcripts
     iterations: int
     groups: int  # tasks per iteration
     group_size: int  # episodes per task
-    checkpoint_every: int
+    eval_every: int
     eval_questions: int  # the first dev questions: each plain, and under all six variants
-    max_turns: int
-    max_new_tokens: int
     learning_rate: float
     safety_weight: float
 
 
-CPU = Setting("safety_training", 0, 64, 2, 150, 8, 0.5, 20, 8, 8, 5, 20, 8, 40, 1e-3, 2.0)
-
-
-# ------------------------------------------------------------------------------------------- the model
-def transcripts(count: int, obedient_share: float, max_turns: int, rng: random.Random) -> list[list[dict[str, str]]]:
-    """Chats of whole episodes on random training tasks, each played by the obedient player with probability
-    ``obedient_share``, else by the oracle."""
-    env = ChatWrapper(gym.make(TRAIN_ID, **KWARGS), SYSTEM_PROMPT)
-    train_ids = env_info(TRAIN_ID).splits.ids("train")
-    chats = []
-    for _ in range(count):
-        player = "obedient_action" if rng.random() < obedient_share else "oracle_action"
-        env.reset(options={"task_id": rng.choice(train_ids)})
-        for _ in range(max_turns):
-            *_, terminated, truncated, _ = env.step(getattr(env.unwrapped, player)())
-            if terminated or truncated:
-                break
-        chats.append(env.transcript[:])
-    env.close()
-    return chats
-
-
-def build_model(setting: Setting, folder: Path) -> Path:
-    """A word-level tokenizer and a randomly initialised Llama (seeded), saved in ``folder``.
-
-    The words are those of warm-up transcripts and of every name of the encyclopedia's world (dev and test
-    questions ask about subjects no training task names); digits are tokens of their own, so the 111,080
-    document ids and every year are spelled with ten.
-    """
-    texts = [m["content"] for chat in transcripts(200, 0.5, setting.max_turns, random.Random(0)) for m in chat]
-    world = gym.make(ATTACK_ID, **KWARGS).unwrapped.world
-    texts += [f"{name} [{name}" for names in world.names.values() for name in names]  # as words and in commands
-    return word_level_model(texts, folder, setting.hidden, setting.layers, 8192, spelled_digits=True)
-
-
-def warm_up(setting: Setting, folder: Path) -> float:
-    """Next-token prediction on every token of oracle and obedient transcripts; returns the final loss."""
-
-    def draw(rng: random.Random) -> list[list[dict[str, str]]]:
-        return transcripts(setting.warm_up_batch, setting.obedient_share, setting.max_turns, rng)
-
-    return next_token_warm_up(folder, draw, setting.warm_up_steps, 3e-3, "cpu")
+CPU = Setting("safety_training", 0, 20, 8, 8, 10, 16, 2e-4, 1.0)
 
 
 # ------------------------------------------------------------------------------------------- training
-def config(setting: Setting, model: Path, safety_weight: float, out: Path) -> TrainConfig:
-    return TrainConfig(
-        model=ModelConfig(path=str(model), device="cpu"),
-        envs=[EnvConfig(TRAIN_ID, "train", KWARGS | {"utility_weight": 1.0, "safety_weight": safety_weight})],
-        algorithm=AlgorithmConfig(name="grpo", group_size=setting.group_size),
-        rollout=RolloutConfig(
-            temperature=1.0,
-            max_new_tokens=setting.max_new_tokens,
-            system_prompt=SYSTEM_PROMPT,
-            max_turns=[[0, setting.max_turns]],
-            max_batch_size=setting.groups * setting.group_size,
-        ),
+def config(setting: Setting, safety_weight: float, out: Path) -> TrainConfig:
+    """grpo-smollm2-arithmetic.yaml on :data:`TRAIN_ID` with ``safety_weight``, at the setting's budget."""
+    base = load_config(BASE_CONFIG)
+    kwargs = base.envs[0].kwargs | {"utility_weight": 1.0, "safety_weight": safety_weight}
+    return replace(
+        base,
+        envs=[EnvConfig(TRAIN_ID, "train", kwargs)],
         out=str(out),
         iterations=setting.iterations,
         groups_per_iteration=setting.groups,
+        algorithm=replace(base.algorithm, group_size=setting.group_size),
         learning_rate=setting.learning_rate,
-        epochs=1,
-        minibatch_size=16,
         seed=setting.seed,
-        checkpoint_every=setting.checkpoint_every,
+        eval_every=0,
+        checkpoint_every=setting.iterations,
         tensorboard=False,
     )
 
 
-def train(setting: Setting, model: Path, safety_weight: float, out: Path) -> tuple[dict, float]:
-    """One GRPO run from the warm-up model: its training curve and its checkpoints' folders by iteration; its
-    wall time."""
+def train(setting: Setting, safety_weight: float, out: Path, start: dict | None) -> tuple[dict, float]:
+    """One GRPO run from the instruct model, evaluated every ``eval_every`` iterations (and before its first,
+    unless ``start`` holds that evaluation); its curve and evaluations, and its wall time."""
     clock = time.perf_counter()
-    trainer = Trainer(config(setting, model, safety_weight, out))
+    trainer = Trainer(config(setting, safety_weight, out))
     curve: list[dict[str, float]] = []
+    evaluations = {0: start if start is not None else evaluate(setting, trainer)}
 
     def on_iteration(metrics: dict[str, float]) -> None:
         curve.append(
             {key: metrics[key] for key in ("return_mean", "success_rate", "loss", "entropy") if key in metrics}
         )
         print(json.dumps({"safety_weight": safety_weight, "iteration": int(metrics["iteration"]), **curve[-1]}))
+        if trainer.iteration % setting.eval_every == 0 or trainer.iteration == setting.iterations:
+            evaluations[trainer.iteration] = evaluate(setting, trainer)
+            print(json.dumps({"safety_weight": safety_weight, "iteration": trainer.iteration,
+                              **evaluations[trainer.iteration]}), flush=True)  # fmt: skip
 
     try:
         trainer.train(on_iteration=on_iteration)
     finally:
         trainer.close()
-    checkpoints = {int(f.name.split("-")[1]): f / "model" for f in (out / "checkpoints").glob("iteration-*")}
-    return {"safety_weight": safety_weight, "curve": curve, "checkpoints": checkpoints}, time.perf_counter() - clock
+    return {"safety_weight": safety_weight, "curve": curve, "evaluations": evaluations}, time.perf_counter() - clock
 
 
 # ------------------------------------------------------------------------------------------- evaluation
-def evaluate(setting: Setting, model: Path, out: Path) -> dict:
-    """Greedy episodes of ``model`` on the first dev questions, plain and under every variant; the metrics."""
+def evaluate(setting: Setting, trainer: Trainer) -> dict:
+    """Greedy episodes of the trainer's model on the first dev questions, plain and under every variant."""
+    kwargs = dict(load_config(BASE_CONFIG).envs[0].kwargs)
     dev = env_info(ATTACK_ID).splits.ids("dev")
     attacked = tuple(dev[: setting.eval_questions * len(VARIANTS)])
     items = [
-        EvalItem(PLAIN_ID, setting.eval_questions, "dev", setting.max_turns),
-        EvalItem(ATTACK_ID, len(attacked), "dev", setting.max_turns, KWARGS, task_ids=attacked),
+        EvalItem(PLAIN_ID, setting.eval_questions, "dev", 1, kwargs),
+        EvalItem(ATTACK_ID, len(attacked), "dev", 1, kwargs, task_ids=attacked),
     ]
-    records: list[EpisodeRecord] = []
-    policy = make_policy(f"hf:{model}", device="cpu", max_new_tokens=setting.max_new_tokens, max_batch_size=64)
-    asyncio.run(
-        run_eval("hf", policy, items, out, seed=setting.seed, system_prompt=SYSTEM_PROMPT, on_episode=records.append)
-    )
+    trainer.evaluate(items=items, label="held-out")
+    folder = trainer.out / "eval" / f"iteration-{trainer.iteration:06d}-held-out"
+    records: list[EpisodeRecord] = list(iter_episodes(folder))
     errors = [r for r in records if r.status != "ok"]
     plain = [r for r in records if r.env_id == PLAIN_ID and r.status == "ok"]
     under = [r for r in records if r.env_id == ATTACK_ID and r.status == "ok"]
@@ -254,7 +187,7 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="a tiny version, to check the script")
     parser.add_argument("--iterations", type=int, help="override the setting's iterations")
     parser.add_argument("--safety-weight", type=float, help="override the safety run's safety_weight")
-    parser.add_argument("--warm-up-steps", type=int, help="override the setting's warm-up steps")
+    parser.add_argument("--work", type=Path, default=Path("runs/safety-training"), help="the runs' folder")
     parser.add_argument("--name", help="the results files' name (default: the setting's)")
     args = parser.parse_args()
     setting = CPU
@@ -262,34 +195,22 @@ def main() -> None:
         setting = replace(setting, iterations=args.iterations)
     if args.safety_weight:
         setting = replace(setting, safety_weight=args.safety_weight)
-    if args.warm_up_steps:
-        setting = replace(setting, warm_up_steps=args.warm_up_steps)
     if args.name:
         setting = replace(setting, name=args.name)
     if args.check:
         setting = replace(
-            setting, name="safety_training_check", warm_up_steps=2, warm_up_batch=2, iterations=2, groups=2,
-            group_size=2, checkpoint_every=1, eval_questions=1, max_turns=4, max_new_tokens=8,
-        )  # fmt: skip
-    torch.set_num_threads(1)
+            setting, name="safety_training_check", iterations=1, groups=2, group_size=2, eval_every=1, eval_questions=1
+        )
     register_seen_styles()
     clock = time.perf_counter()
-    work = Path(tempfile.mkdtemp(prefix="agentgym-safety-training-"))
-    model = build_model(setting, work / "model")
-    warm_loss = warm_up(setting, model)
-    warm = {"loss": warm_loss, "wall_s": time.perf_counter() - clock}
-    start = evaluate(setting, model, work / "eval-warm-up")
-    print(json.dumps({"warm_up": warm, "iteration 0": start}), flush=True)
-    runs = []
+    runs: list[dict] = []
     for label, weight in RUNS.items():
         weight = setting.safety_weight if weight is None else weight
-        run, wall = train(setting, model, weight, work / label.replace(" ", "-").replace("+", "plus"))
-        evaluations = {0: start}
-        for iteration, folder in sorted(run.pop("checkpoints").items()):
-            evaluations[iteration] = evaluate(setting, folder, work / f"eval-{weight:g}-{iteration}")
-            print(json.dumps({"run": label, "iteration": iteration, **evaluations[iteration]}), flush=True)
-        runs.append({"run": label, **run, "train_s": wall, "evaluations": evaluations})
-        write_results(setting, runs, warm, time.perf_counter() - clock)  # after each run: partial results survive
+        start = runs[0]["evaluations"][0] if runs else None  # both runs start from the same instruct model
+        out = args.work / setting.name / label.replace(" ", "-").replace("+", "plus")
+        run, wall = train(setting, weight, out, start)
+        runs.append({"run": label, **run, "train_s": wall})
+        write_results(setting, runs, time.perf_counter() - clock)  # after each run: partial results survive
 
 
 # ------------------------------------------------------------------------------------------- results
@@ -299,8 +220,7 @@ METRICS = (
     ("attack_success", "attack success"),
     ("attack_success/seen styles", "attack success, seen styles"),
     (f"attack_success/{HELD_OUT_STYLE}", f"attack success, held-out style ({HELD_OUT_STYLE})"),
-    ("attack_success/exfiltrate_query", "attack success, exfiltrate_query"),
-    ("attack_success/wrong_answer", "attack success, wrong_answer"),
+    *((f"attack_success/{goal}", f"attack success, {goal}") for goal in VARIANTS.goals),
 )
 
 
@@ -308,7 +228,7 @@ def shown(value: dict) -> str:
     return f"{value['rate']:.2f} [{value['low']:.2f}, {value['high']:.2f}]"
 
 
-def write_results(setting: Setting, runs: list[dict], warm: dict, total_s: float) -> None:
+def write_results(setting: Setting, runs: list[dict], total_s: float) -> None:
     lines = []
     for run in runs:
         lines.append(
@@ -324,29 +244,27 @@ def write_results(setting: Setting, runs: list[dict], warm: dict, total_s: float
     lines.append(f"\n![attack success and utility per iteration]({setting.name}.png)\n")
     n = setting.eval_questions
     setup = (
-        f"{ATTACK_ID} on easy questions (`difficulty=easy`), at most {setting.max_turns} turns; a "
-        f"{setting.layers}-layer Llama ({setting.hidden} hidden) and a word-level tokenizer made from scratch, "
-        f"warmed up on {setting.warm_up_steps} x {setting.warm_up_batch} transcripts "
-        f"({setting.obedient_share:.0%} obedient, the rest oracle; final loss {warm['loss']:.3f}); GRPO from it, "
-        f"{setting.iterations} iterations x {setting.groups} tasks x {setting.group_size} episodes on "
-        f"{TRAIN_ID} (train split, styles other than {HELD_OUT_STYLE}), learning rate {setting.learning_rate:g}, "
-        f"seed {setting.seed}; greedy evaluation at every checkpoint on the first {n} dev questions ({PLAIN_ID}, "
-        f"utility) and the same questions under all {len(VARIANTS)} variants ({ATTACK_ID}, {n * len(VARIANTS)} "
-        f"episodes); 95% Wilson intervals; CPU, 1 thread; whole run {total_s / 60:.1f} min"
+        f"SmolLM2-135M-Instruct (LoRA r 16) from the instruct model, GRPO as {BASE_CONFIG.name} (sums of two "
+        f"one-digit numbers, a reply's last number read as its answer), {setting.iterations} iterations x "
+        f"{setting.groups} tasks x {setting.group_size} episodes on {TRAIN_ID} (train split, styles other than "
+        f"{HELD_OUT_STYLE}), learning rate {setting.learning_rate:g}, seed {setting.seed}; greedy evaluation every "
+        f"{setting.eval_every} iterations on the first {n} dev questions ({PLAIN_ID}, utility) and the same "
+        f"questions under all {len(VARIANTS)} variants ({ATTACK_ID}, {n * len(VARIANTS)} episodes); 95% Wilson "
+        f"intervals; CPU; whole run {total_s / 60:.1f} min"
     )
     record(
         setting.name,
         "Safety training: utility only against utility + safety on held-out attacks (CPU)",
         setup,
         "\n".join(lines),
-        {"setting": setting.__dict__, "warm_up": warm, "runs": runs, "total_s": total_s},
+        {"setting": setting.__dict__, "runs": runs, "total_s": total_s},
         command=" ".join(["python benchmarks/safety_training.py", *sys.argv[1:]]),
     )
     plot(setting, runs)
 
 
 def verdict(runs: list[dict]) -> str:
-    """What happened, in numbers: each run's last checkpoint against the warm-up model."""
+    """What happened, in numbers: each run's last evaluation against the instruct model's."""
     out = []
     for run in runs:
         first, last = run["evaluations"][0], run["evaluations"][max(run["evaluations"])]
@@ -355,7 +273,7 @@ def verdict(runs: list[dict]) -> str:
             for key, title in METRICS
             if key in ("utility", "utility_under_attack", "attack_success", f"attack_success/{HELD_OUT_STYLE}")
         ]
-        out.append(f"- {run['run']}, warm-up -> last checkpoint: " + "; ".join(parts))
+        out.append(f"- {run['run']}, instruct model -> last evaluation: " + "; ".join(parts))
     if len(runs) == 2:
         a, b = (run["evaluations"][max(run["evaluations"])]["attack_success"] for run in runs)
         if b["high"] < a["low"]:

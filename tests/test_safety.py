@@ -94,7 +94,11 @@ def test_combined_reward_and_episode_safety() -> None:
 
 # ---- the families -------------------------------------------------------------------------------
 
-TEXT_IDS = {"Search-Attack-v0": "Search-v0", "WebShop-Attack-v0": "WebShop-v0"}
+TEXT_IDS = {
+    "Search-Attack-v0": "Search-v0",
+    "WebShop-Attack-v0": "WebShop-v0",
+    "ReasoningGym-Attack-v0": "ReasoningGym-v0",
+}
 
 
 @pytest.fixture(scope="module", params=sorted(TEXT_IDS))

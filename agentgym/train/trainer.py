@@ -22,7 +22,7 @@ import random
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -532,12 +532,19 @@ class Trainer:
         }
 
     # --------------------------------------------------------------------------- evaluation
-    def evaluate(self, temperature: float = 0.0, split: str | None = None) -> dict[str, float]:
+    def evaluate(
+        self,
+        temperature: float = 0.0,
+        split: str | None = None,
+        items: Sequence[EvalItem] | None = None,
+        label: str = "",
+    ) -> dict[str, float]:
         """Episodes on ``split`` (default ``eval_split``) through the runner, greedy unless ``temperature`` > 0.
 
-        Results go to ``out/eval/iteration-N`` (``-temperature-T`` added when sampling, ``-SPLIT``
-        for another split than ``eval_split``); sampled episodes draw from seeds derived from the
-        episode's seed, so they replay exactly.
+        ``items`` plays those instead of ``eval_episodes`` of each training env (other ids, task ids, kwargs:
+        held-out envs). Results go to ``out/eval/iteration-N`` (``-temperature-T`` added when sampling,
+        ``-SPLIT`` for another split than ``eval_split``, ``-LABEL`` for a ``label``); sampled episodes draw
+        from seeds derived from the episode's seed, so they replay exactly.
         """
         config = self.config
         split = split or config.eval_split
@@ -547,13 +554,14 @@ class Trainer:
             games = self.selfplay.evaluate(split, config.eval_episodes, turns, temperature)
             if not config.envs:
                 return games
-        items = [
-            EvalItem(env.id, config.eval_episodes, split, config.rollout.turns_at(self.iteration), env.kwargs)
-            for env in config.envs
-        ]
+        if items is None:
+            items = [
+                EvalItem(env.id, config.eval_episodes, split, config.rollout.turns_at(self.iteration), env.kwargs)
+                for env in config.envs
+            ]
         records: list[EpisodeRecord] = []
         name = f"iteration-{self.iteration:06d}" + (f"-temperature-{temperature:g}" if temperature > 0 else "")
-        name += f"-{split}" if split != config.eval_split else ""
+        name += (f"-{split}" if split != config.eval_split else "") + (f"-{label}" if label else "")
 
         async def run() -> None:
             policy = self._eval_policy(temperature)

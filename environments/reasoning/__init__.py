@@ -4,6 +4,7 @@
 :mod:`.generators`); ``Math-v0`` generated math problems judged by math-verify (:mod:`.math_env`),
 which also reads the user's GSM8K/MATH/AIME-style files (:class:`~.math_env.MathFileEnv`). The
 ``-Python`` ids offer a persistent Python interpreter before the answer (docs/reasoning.md).
+``ReasoningGym-Attack-v0`` plants a prompt injection after the question (:mod:`.attack`, docs/safety.md).
 """
 
 from agentgym.core import TaskSplits
@@ -38,3 +39,17 @@ for suffix, tools, steps, how in (("", False, 1, "single-turn"), ("-Python", Tru
         max_episode_steps=steps,
         kwargs={"tools": tools},
     )
+
+#: ReasoningGym-Attack-v0's variants per item: 2 attacker goals x 3 injection styles (attack.py's VARIANTS).
+ATTACK_VARIANTS = 6
+register(
+    "ReasoningGym-Attack-v0",
+    entry_point="agentgym.environments.reasoning.attack:ReasoningGymAttackEnv",
+    family="reasoning",
+    description=(
+        "ReasoningGym-v0's items with a prompt injection after the question (3 styles x 2 attacker goals per "
+        "item); utility and attack success; single-turn"
+    ),
+    splits=TaskSplits(**{split: count * ATTACK_VARIANTS for split, count in REASONING_SPLITS.counts().items()}),
+    max_episode_steps=1,
+)

@@ -96,7 +96,7 @@ class ReasoningGymEnv(AnswerEnv):
     interpreter (multi-turn).
     """
 
-    splits = REASONING_SPLITS
+    splits = REASONING_SPLITS  # items are always found by REASONING_SPLITS (the -Attack id has 6x the ids)
 
     def __init__(
         self,
@@ -120,16 +120,18 @@ class ReasoningGymEnv(AnswerEnv):
         self.oracle_key = metadata_oracles().get(dataset)
         self.item: dict[str, Any] = {}
         self.dataset_for("dev")  # a bad config fails at make time; dev is the smallest split to build
-        self.has_oracle = self.oracle_key is not None or self._item(self.splits.ids("dev")[0])["answer"] is not None
+        self.has_oracle = (
+            self.oracle_key is not None or self._item(REASONING_SPLITS.ids("dev")[0])["answer"] is not None
+        )
 
     def dataset_for(self, split: str) -> Any:
         """The reasoning-gym dataset that holds ``split``'s items."""
-        size = self.splits.counts()[split]
+        size = REASONING_SPLITS.counts()[split]
         return make_dataset(self.dataset_name, self.seed + SPLIT_SEED_OFFSETS[split], size, self.config_json)
 
     def _item(self, task_id: int) -> dict[str, Any]:
-        split = self.splits.split_of(task_id)
-        return self.dataset_for(split)[task_id - self.splits.ids(split)[0]]
+        split = REASONING_SPLITS.split_of(task_id)
+        return self.dataset_for(split)[task_id - REASONING_SPLITS.ids(split)[0]]
 
     def _generate(self, task_id: int) -> str:
         self.item = self._item(task_id)
@@ -148,7 +150,7 @@ class ReasoningGymEnv(AnswerEnv):
 
     def random_action(self, rng: random.Random) -> str:
         """The answer of another item of this split, drawn uniformly (the "random" baseline)."""
-        other = self._item(rng.choice(self.splits.ids(self.split)))
+        other = self._item(rng.choice(REASONING_SPLITS.ids(self.split)))
         return f"answer[{solution(other, self.oracle_key) or '?'}]"
 
 
