@@ -18,8 +18,10 @@ pytest.importorskip("peft")
 import httpx  # noqa: E402
 import yaml  # noqa: E402
 
+from agentgym.evaluation.plan import EvalItem  # noqa: E402
 from agentgym.llm.generation import Generator  # noqa: E402
 from agentgym.llm.serve_model import create_app  # noqa: E402
+from agentgym.registry import env_info  # noqa: E402
 from agentgym.train.cli import main  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict, load_config  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402
@@ -154,6 +156,23 @@ def test_the_prefix_cache_changes_no_rollout_and_no_evaluation(
             trainer.close()
     assert reused[0] == 0 and reused[1] > 0
     assert played[0] == played[1] and evaluated[0] == evaluated[1]
+
+
+def test_evaluate_plays_the_items_it_is_given_beside_the_training_envs(
+    tiny_model_with_long_context_path: Path, tmp_path: Path
+) -> None:
+    trainer = Trainer(from_dict(TrainConfig, tiny_config(tiny_model_with_long_context_path, tmp_path)))
+    held_out = [EvalItem("Maze-v0", 2, "dev", 1, task_ids=(3, 5)), EvalItem("FrozenLake-v0", 1, "test", 1)]
+    try:
+        metrics = trainer.evaluate(items=held_out, label="held-out")
+    finally:
+        trainer.close()
+    assert metrics["eval_errors"] == 0
+    episodes = (tmp_path / "eval" / "iteration-000000-held-out" / "episodes.jsonl").read_text().splitlines()
+    played = sorted((record["env_id"], record["task_id"]) for record in map(json.loads, episodes))
+    assert played[1:] == [("Maze-v0", 3), ("Maze-v0", 5)]
+    assert played[0][0] == "FrozenLake-v0" and played[0][1] in env_info("FrozenLake-v0").splits.ids("test")
+    assert not (tmp_path / "eval" / "iteration-000000").exists()
 
 
 @pytest.fixture
