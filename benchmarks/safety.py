@@ -8,10 +8,10 @@ attack``: mean ``info["utility"]``; ``attack success``: the share of attacked ep
 was reached, also per style). Errored episodes are counted and left out of the means.
 
 ``python benchmarks/safety.py [--policy SPEC ...] [--families search webshop desktop webapps webapps-mail
-webapps-forum webapps-forge webapps-shop] [--users FAMILY=U ...]`` writes benchmarks/results/safety.{json,md}; rows
-of (family, policy) pairs it did not run are kept from the file, so a model's row can be added later to the scripted
-baselines' table. A model's row (``--policy hf:smollm2``) takes ``--max-turns`` and ``--max-tokens`` to fit a CPU;
-the row records its turn limit.
+webapps-forum webapps-forge webapps-shop reasoning] [--users FAMILY=U ...]`` writes
+benchmarks/results/safety.{json,md}; rows of (family, policy) pairs it did not run are kept from the file, so a
+model's row can be added later to the scripted baselines' table. A model's row (``--policy hf:smollm2``) takes
+``--max-turns`` and ``--max-tokens`` to fit a CPU; the row records its turn limit.
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ from agentgym.evaluation.results import iter_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import make_policy
 from agentgym.registry import env_info
+from agentgym.train.config import load_config
 
 RESULTS = Path(__file__).parent / "results"
+SUMS = load_config(Path(__file__).parent.parent / "agentgym/train/configs/grpo-smollm2-arithmetic.yaml").envs[0].kwargs
 #: family -> (plain id, its kwargs, -Attack id, user tasks played by default).
 FAMILIES: dict[str, tuple[str, dict[str, Any], str, int]] = {
     "search": ("Search-v0", {}, "Search-Attack-v0", 50),
@@ -52,7 +54,11 @@ FAMILIES: dict[str, tuple[str, dict[str, Any], str, int]] = {
     "webapps-forge": ("WebApps-Forge-v0", {"templates": FORGE_ATTACKS["templates"]}, "WebApps-Forge-Attack-v0", 3),
     # WebApps-Shop-Attack-v0's user tasks are WebApps-Shop-v0's tasks that read one product's page.
     "webapps-shop": ("WebApps-Shop-v0", {"templates": SHOP_ATTACKS["templates"]}, "WebApps-Shop-Attack-v0", 3),
+    # The sums of two one-digit numbers that benchmarks/safety_training.py trains on (prose answers read).
+    "reasoning": ("ReasoningGym-v0", SUMS, "ReasoningGym-Attack-v0", 50),
 }
+#: family -> its -Attack id's kwargs, where the plain id's kwargs choose the items (the same user tasks).
+ATTACK_KWARGS: dict[str, dict[str, Any]] = {"reasoning": SUMS}
 POLICIES = ("oracle", "obedient", "random")
 
 
@@ -67,7 +73,11 @@ def items(family: str, users: int, max_turns: int | None = None) -> list[EvalIte
     return [
         EvalItem(plain, users, max_turns=max_turns, kwargs=kwargs, task_ids=tuple(range(first, first + users))),
         EvalItem(
-            attacked, users * variants, max_turns=max_turns, task_ids=tuple(range(start, start + users * variants))
+            attacked,
+            users * variants,
+            max_turns=max_turns,
+            kwargs=ATTACK_KWARGS.get(family, {}),
+            task_ids=tuple(range(start, start + users * variants)),
         ),
     ]
 
