@@ -38,7 +38,7 @@ from typing import Any
 
 import httpx
 
-from agentgym.serving.sessions import LoopLag
+from agentgym.serving.sessions import GONE_BECAUSE, LoopLag
 from agentgym.utils.processes import descendants
 
 
@@ -190,6 +190,15 @@ class Session:
             await self.client.delete(f"/sessions/{self.id}")
 
 
+def _error_kind(error: SessionFailed) -> str:
+    """The error's type; for a session that is gone, with why the server says it went (reaped, closed, ...)."""
+    if error.kind == "UnknownSession":
+        for why in GONE_BECAUSE.values():
+            if why in str(error):
+                return f"UnknownSession ({why})"
+    return error.kind
+
+
 def _error_type(response: httpx.Response) -> str:
     try:
         return str(response.json()["error"]["type"])
@@ -233,7 +242,7 @@ async def _worker(
             if error.kind == REFUSED and session.id is None:  # back-pressure, as a trainer's client meets it
                 report.sessions_refused[env_id] += 1
             else:
-                report.note_error(env_id, error.kind, str(error))
+                report.note_error(env_id, _error_kind(error), str(error))
             await asyncio.sleep(1.0)
         except Exception as error:  # a connection or channel that broke
             report.note_error(env_id, type(error).__name__, str(error))

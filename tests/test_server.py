@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -381,6 +382,8 @@ def test_abandoned_sessions_are_reaped_and_a_remote_env_recovers(websocket: bool
         with pytest.raises(RemoteEnvError, match="UnknownSession") as caught:
             env.step("go")
         assert caught.value.status == 404
+        if not websocket:  # the server says why it went (a channel's error names the channel closing)
+            assert re.search(r"reaped after idling \d+\.\d s; the server's idle TTL is 0.3 s", str(caught.value))
         env.reset(options={"task_id": 1})  # opens a new session
         assert env.step("go")[1] == 0.5
         env.close()

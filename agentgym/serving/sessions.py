@@ -15,7 +15,7 @@ import json
 import logging
 import secrets
 import time
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +46,14 @@ DEFAULT_MAX_PYTHON_CALLS = 8
 PYTHON_SHARE = 0.05
 #: A session whose calls wait elsewhere takes its turn at the gate every this many calls, to be measured again.
 RECHECK_EVERY = 16
+#: How many closed sessions' reasons the server keeps, to say in a later call's ``UnknownSession`` why it went.
+GONE_REMEMBERED = 4096
+#: Why a session went, by the counter its closing counts in (a reaped one says how long it had idled).
+GONE_BECAUSE = {
+    "sessions_closed": "closed by its client",
+    "sessions_failed": "closed after its env raised",
+    "sessions_reaped": "reaped after idling",
+}
 
 
 def thread_clock() -> tuple[float, float]:
@@ -219,6 +227,8 @@ class EnvServer:
         self.max_sessions = max_sessions
         self.session_ttl_s = session_ttl_s
         self.sessions: dict[str, Session] = {}
+        #: Why each of the last :data:`GONE_REMEMBERED` closed sessions went, for the next call's error.
+        self.gone: OrderedDict[str, str] = OrderedDict()
         self._opening = 0
         self.started = time.monotonic()
         self.counts: Counter[str] = Counter()
@@ -294,9 +304,8 @@ class EnvServer:
         try:
             return self.sessions[session_id]
         except KeyError:
-            raise ProtocolError(
-                404, "UnknownSession", f"no session {session_id!r} (closed, reaped after idling, or never opened)"
-            ) from None
+            why = self.gone.get(session_id, "closed, reaped after idling, or never opened")
+            raise ProtocolError(404, "UnknownSession", f"no session {session_id!r} ({why})") from None
 
     async def call(self, session_id: str, name: str, body: dict[str, Any]) -> bytes:
         """Run ``CALLS[name]`` on a session's env; JSON of the result."""
@@ -344,19 +353,26 @@ class EnvServer:
 
     async def reap(self) -> int:
         """Close the sessions idle for longer than the TTL; how many."""
-        cutoff = time.monotonic() - self.session_ttl_s
-        idle = [s for s in self.sessions.values() if s.last_used < cutoff and not s.lock.locked()]
-        for session in idle:
-            await self._close(session, "sessions_reaped")
-        return len(idle)
+        reaped = 0
+        for session in list(self.sessions.values()):
+            # Checked again at each: closing the one before awaited, and a call may have come meanwhile.
+            idle_s = time.monotonic() - session.last_used
+            if idle_s > self.session_ttl_s and not session.lock.locked() and session.id in self.sessions:
+                why = f"reaped after idling {idle_s:.1f} s; the server's idle TTL is {self.session_ttl_s:g} s"
+                await self._close(session, "sessions_reaped", why)
+                reaped += 1
+        return reaped
 
     async def close_all(self) -> None:
         for session in list(self.sessions.values()):
-            await self._close(session, "sessions_closed")
+            await self._close(session, "sessions_closed", "closed as the server stopped")
 
-    async def _close(self, session: Session, counter: str) -> None:
+    async def _close(self, session: Session, counter: str, why: str | None = None) -> None:
         if self.sessions.pop(session.id, None) is not None:
             self.counts[counter] += 1
+            self.gone[session.id] = why or GONE_BECAUSE[counter]
+            while len(self.gone) > GONE_REMEMBERED:
+                self.gone.popitem(last=False)
         for close_channel in list(session.channel_closers):
             close_channel()
         await self._discard(session)
