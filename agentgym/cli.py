@@ -15,7 +15,7 @@ from pathlib import Path
 import gymnasium as gym
 
 from agentgym.core import observation_text
-from agentgym.evaluation.preparation import DEFAULT_PREPARE_CONCURRENCY
+from agentgym.evaluation.arguments import add_eval_arguments
 from agentgym.evaluation.table import format_table
 from agentgym.registry import UnknownEnvError, env_info, list_commands, list_envs, parse_limits
 from agentgym.serving.auth import (
@@ -463,109 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     play.set_defaults(run=_play)
 
     evaluate = commands.add_parser("eval", help="evaluate a policy on envs or a suite; resumable")
-    evaluate.add_argument("--env", action="append", help="env id (repeatable)")
-    evaluate.add_argument("--suite", help="suite name (quick, full) or path to a suite .yaml")
-    evaluate.add_argument(
-        "--policy",
-        action="append",
-        help="oracle (default), random, obedient (envs under prompt injection), openai:MODEL[@URL[,URL...]] "
-        "(several URLs: load-balanced) or hf:PATH (a model folder, a .gguf file, or a packaged model such as "
-        "hf:smollm2); repeatable",
-    )
-    evaluate.add_argument("--split", default="test", choices=("train", "dev", "test"), help="with --env")
-    evaluate.add_argument("--episodes", type=int, default=10, help="episodes per env (with --env)")
-    evaluate.add_argument("--max-turns", type=int, help="turn limit (default: each env's own)")
-    evaluate.add_argument("--concurrency", type=int, default=64, help="episodes in flight")
-    evaluate.add_argument(
-        "--family-concurrency",
-        action="append",
-        metavar="FAMILY=N",
-        help="at most N episodes of a family (or ENV_ID=N: of an id) in flight, over the family's own limit "
-        "(`agentgym info ID` shows it); repeatable",
-    )
-    evaluate.add_argument(
-        "--infra-retries",
-        type=int,
-        default=2,
-        help="replays of an episode whose env's infrastructure failed (a site that did not answer, a crashed env)",
-    )
-    evaluate.add_argument(
-        "--prepare-concurrency",
-        type=int,
-        default=DEFAULT_PREPARE_CONCURRENCY,
-        metavar="N",
-        help="envs prepared at once, in the background, while the episodes of ready envs play "
-        f"(default {DEFAULT_PREPARE_CONCURRENCY})",
-    )
-    evaluate.add_argument(
-        "--policies-at-once",
-        type=int,
-        default=1,
-        metavar="N",
-        help="play the episodes of N of the --policy policies at the same time (each with --concurrency), sharing "
-        "the envs' preparation and the families' limits (default 1: one policy after another)",
-    )
-    evaluate.add_argument(
-        "--no-prepare", action="store_true", help="skip the envs' preparation for the tasks the run plays"
-    )
-    evaluate.add_argument(
-        "--out",
-        help="results folder of the one policy; with several, their parent (default: results/<suite or envs>/<policy>)",
-    )
-    evaluate.add_argument("--seed", type=int, default=0, help="run seed; episode seeds derive from it")
-    evaluate.add_argument("--retry-errors", action="store_true", help="play errored episodes again")
-    evaluate.add_argument("--history-window", type=int, help="keep only the last K turns in the prompt")
-    evaluate.add_argument(
-        "--action-format",
-        default="text",
-        choices=("text", "tools", "pyautogui", "qwen-computer", "qwen-mobile", "ui-tars", "anthropic", "openai"),
-        help="how the model acts: text replies ('Action: ...'), native tool calls (docs/tool-calls.md), or a "
-        "computer-use format on envs with pixel actions (docs/computer-use.md)",
-    )
-    evaluate.add_argument(
-        "--observation",
-        default="text",
-        choices=("text", "screenshot", "both"),
-        help="what a VLM sees of screen envs: text only, the screenshot (and the text without the page's element "
-        "list), or both (see docs/vlm.md)",
-    )
-    evaluate.add_argument(
-        "--max-pixels",
-        type=int,
-        default=1024 * 768,
-        help="image budget: larger screenshots are scaled down to this many pixels, aspect kept (0: no limit)",
-    )
-    evaluate.add_argument("--keep-images", type=int, help="send only the last K screenshots of an episode")
-    evaluate.add_argument("--system-prompt-file", help="file with the system prompt")
-    evaluate.add_argument("--env-timeout", type=float, default=120.0, help="seconds an env call may take")
-    evaluate.add_argument(
-        "--ray",
-        nargs="?",
-        const="auto",
-        metavar="ADDRESS",
-        help="run the envs as Ray actors across a cluster: its address (default: the one this machine joined "
-        "with `ray start`; 'local': a new one-machine instance)",
-    )
-    evaluate.add_argument(
-        "--backend",
-        choices=("local", "process", "docker"),
-        help="where every env runs (default: as the suite says, else local); docker: a container of its family's "
-        "image per env",
-    )
-    evaluate.add_argument("--temperature", type=float, help="sampling temperature (LLM policies)")
-    evaluate.add_argument("--top-p", type=float, help="nucleus sampling (LLM policies)")
-    evaluate.add_argument("--max-tokens", type=int, help="reply length limit (LLM policies)")
-    evaluate.add_argument("--quantize", choices=("int8",), help="int8 weights for an hf: model on CPU (faster)")
-    evaluate.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key")
-    evaluate.add_argument(
-        "--request-timeout",
-        type=float,
-        default=300.0,
-        metavar="S",
-        help="seconds an openai: policy waits for a reply (default 300); a server that answers one request at a "
-        "time, such as llama.cpp's, keeps the others waiting in line",
-    )
-    evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_eval_arguments(evaluate)
     evaluate.set_defaults(run=_eval)
 
     prepare = commands.add_parser(

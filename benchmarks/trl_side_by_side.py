@@ -71,7 +71,8 @@ from agentgym.llm.generation import Generator, SamplingParams  # noqa: E402
 from agentgym.llm.models import resolve_model  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict  # noqa: E402
 from agentgym.train.rollout import GeneratorPolicy  # noqa: E402
-from agentgym.train.trainer import Trainer, checkpoint_model, load_weights  # noqa: E402
+from agentgym.train.trainer import Trainer  # noqa: E402
+from agentgym.train.weights import checkpoint_model, load_weights  # noqa: E402
 from benchmarks.recording import record  # noqa: E402
 
 ENV_ID = "FrozenLake-v0"

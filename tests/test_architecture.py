@@ -250,3 +250,12 @@ def test_every_core_folder_with_modules_is_a_package() -> None:
     """A folder of modules without ``__init__.py`` would be left out of the wheel (setup.py's find_packages)."""
     folders = {path.parent for path in CORE.rglob("*.py") if "__pycache__" not in path.parts}
     assert sorted(str(folder.relative_to(ROOT)) for folder in folders if not (folder / "__init__.py").exists()) == []
+
+
+#: The longest a core module may grow before it is split by concern (docs/architecture.md).
+MAX_MODULE_LINES = 700
+
+
+def test_no_core_module_is_over_the_line_limit() -> None:
+    lengths = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in CORE.rglob("*.py")}
+    assert {path: length for path, length in lengths.items() if length > MAX_MODULE_LINES} == {}
