@@ -290,7 +290,8 @@ def latency_summary(report: SoakReport) -> list[str]:
         if values:
             p50, p99 = values[len(values) // 2], values[min(len(values) - 1, int(0.99 * len(values)))]
             rows.append(f"| {name} | {len(values)} | {p50:.3f} | {p99:.3f} | {values[-1]:.3f} |")
-    timeouts = sum(count for key, count in report.errors.items() if key.endswith(": TimeoutError"))
+    # The channel's open_timeout is the one TimeoutError (an older report's key has no "at ..." after it).
+    timeouts = sum(count for key, count in report.errors.items() if key.split(": ", 1)[1].startswith("TimeoutError"))
     return [
         "",
         "Latency under load (seconds):",

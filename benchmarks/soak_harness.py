@@ -158,6 +158,10 @@ class Session:
         self.client, self.env_id, self.use_channel = client, env_id, channel
         self.id: str | None = None
         self._channel: Any = None
+        self.calls = 0
+        #: What the session was doing last (an error is counted with it): opening, its channel's handshake, its
+        #: first call or a later one, over HTTP or its channel.
+        self.doing = "opening"
 
     async def open(self) -> None:
         response = await self.client.post("/sessions", json={"env_id": self.env_id})
@@ -167,10 +171,13 @@ class Session:
         if self.use_channel:
             from websockets.asyncio.client import connect
 
+            self.doing = "channel handshake"
             url = f"ws{str(self.client.base_url).removeprefix('http').rstrip('/')}/sessions/{self.id}/channel"
             self._channel = await connect(url, compression=None, max_size=None, proxy=None, open_timeout=60)
 
     async def call(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.calls += 1
+        self.doing = f"{'first' if self.calls == 1 else 'later'} call over {'channel' if self.use_channel else 'HTTP'}"
         if self._channel is not None:
             await self._channel.send(json.dumps({"call": name, "body": body}))
             reply = json.loads(await self._channel.recv())
@@ -242,10 +249,10 @@ async def _worker(
             if error.kind == REFUSED and session.id is None:  # back-pressure, as a trainer's client meets it
                 report.sessions_refused[env_id] += 1
             else:
-                report.note_error(env_id, _error_kind(error), str(error))
+                report.note_error(env_id, f"{_error_kind(error)} at {session.doing}", str(error))
             await asyncio.sleep(1.0)
         except Exception as error:  # a connection or channel that broke
-            report.note_error(env_id, type(error).__name__, str(error))
+            report.note_error(env_id, f"{type(error).__name__} at {session.doing}", str(error))
             await asyncio.sleep(1.0)
         finally:
             with contextlib.suppress(Exception):  # the session or the server is gone already: nothing to close
