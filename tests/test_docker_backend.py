@@ -22,7 +22,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
-from images import CORE_BUILD
+from images import CORE_BUILD, WAITS_FOR_BUILD
 from test_server import assert_same_transitions, trajectory
 
 import agentgym
@@ -36,6 +36,8 @@ from agentgym.serving.backends.docker import (
     container_user,
 )
 from agentgym.serving.client import RemoteEnv, ServerUnavailableError
+
+pytestmark = WAITS_FOR_BUILD
 
 
 def docker_missing() -> str | None:

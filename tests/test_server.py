@@ -21,6 +21,7 @@ from typing import Any
 import gymnasium as gym
 import httpx
 import numpy as np
+import psutil
 import pytest
 import uvicorn
 from asgi import serving_in_thread
@@ -32,7 +33,6 @@ from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 import agentgym
 from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.serving import server as server_module
-from agentgym.serving.auth import ApiKeys
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError, ServerUnavailableError
 from agentgym.serving.monitor import MetricsListener
@@ -543,10 +543,11 @@ def test_health_metrics_and_session_listing(url: str) -> None:
 
 def test_the_metrics_listener_answers_while_the_event_loop_stands_still() -> None:
     """``--metrics-port``: while an inline env's step holds the event loop for 2 s, the listener answers a scrape
-    at once with the counters the loop's ``/metrics`` gives after; the server's keys guard it."""
+    at once with the counters the loop's ``/metrics`` gives after; the server's keys guard it; its relay process,
+    killed, is started again, and closing the listener ends it."""
     app = create_app(["Fragile-v0"], api_keys=["secret"])
     keyed = {"Authorization": "Bearer secret"}
-    listener = MetricsListener(app.state.server, "127.0.0.1", 0, ApiKeys(["secret"])).start()
+    listener = MetricsListener(app.state.server, "127.0.0.1", 0, ["secret"]).start()
     with serving_in_thread(ChannelsFirst(app)) as url, concurrent.futures.ThreadPoolExecutor(2) as pool:
         env = RemoteEnv(url, "Fragile-v0", api_key="secret")
         env.reset(options={"task_id": 0})
@@ -573,8 +574,14 @@ def test_the_metrics_listener_answers_while_the_event_loop_stands_still() -> Non
         assert elsewhere.status_code == 404 and elsewhere.json()["error"]["type"] == "NotFound"
         posted = httpx.post(listener.url, headers=keyed, timeout=30)
         assert posted.status_code == 405 and posted.headers["Allow"] == "GET"
+        killed = listener.relay_pid
+        os.kill(killed, signal.SIGKILL)  # the relay process dies: the server starts another on the same port
+        again = httpx.get(listener.url, headers=keyed, timeout=30)
+        assert again.status_code == 200 and again.json()["calls"]["step"] == 1 and listener.relay_pid != killed
+        assert int(again.headers["Age"]) <= 1
         env.close()
     listener.close()
+    assert not psutil.pid_exists(listener.relay_pid)
 
 
 def test_the_loop_lag_is_how_late_the_loop_runs_a_timer() -> None:

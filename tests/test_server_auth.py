@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from typing import Any
 
 import gymnasium as gym
 import httpx
+import psutil
 import pytest
 from asgi import serving_in_thread
 from websockets.exceptions import ConnectionClosed
@@ -259,7 +261,8 @@ def test_listening_beyond_loopback_without_a_key_is_refused_unless_allowed(
 
 def test_serve_answers_metrics_on_its_metrics_port_with_its_keys() -> None:
     """``agentgym serve --metrics-port 0``: the listener's URL is printed, and it answers the key's scrape with the
-    server's counters (tests/test_server.py shows it answering while the event loop stands still)."""
+    server's counters (tests/test_server.py shows it answering while the event loop stands still); its relay
+    process dies with the server, even one killed at once."""
     command = [sys.executable, "-m", "agentgym.serving.server", ENV_ID, "--port", "0", "--metrics-port", "0"]
     server = subprocess.Popen(
         [*command, "--no-prepare"], stdout=subprocess.PIPE, text=True, env={**os.environ, API_KEYS_ENV: KEY}
@@ -275,8 +278,11 @@ def test_serve_answers_metrics_on_its_metrics_port_with_its_keys() -> None:
         assert scraped["sessions"] == 1 and scraped["sessions_by_env"] == {ENV_ID: 1}
         assert httpx.delete(f"{url}/sessions/{session}", headers=bearer(KEY)).status_code == 200
         assert httpx.get(metrics_url, headers=bearer(KEY), timeout=30).json()["sessions_closed"] == 1
+        (relay,) = [child for child in psutil.Process(server.pid).children() if "monitor" in " ".join(child.cmdline())]
+        server.send_signal(signal.SIGKILL)  # no cleanup in the server: its relay must not outlive it
+        relay.wait(30)
     finally:
-        server.terminate()
+        server.kill()
         server.wait(30)
 
 

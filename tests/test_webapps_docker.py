@@ -18,10 +18,12 @@ import time
 import gymnasium as gym
 import pytest
 from episodes import play_oracle
-from images import TEST_IMAGE, WEBAPPS_BUILD, existing_containers
+from images import TEST_IMAGE, WAITS_FOR_BUILD, WEBAPPS_BUILD, existing_containers
 
 import agentgym
 from agentgym.serving.backends.docker import FAMILY_DEFAULTS, container_user, image_for
+
+pytestmark = WAITS_FOR_BUILD
 
 
 def docker_skip_reason() -> str | None:

@@ -86,7 +86,6 @@ from typing import Any
 from agentgym.registry import parse_limits, prepare_env
 from agentgym.serving.app import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MESSAGE_BYTES, BodyLimit, create_app
 from agentgym.serving.auth import (
-    ApiKeys,
     SessionQuotas,
     add_key_arguments,
     add_quota_arguments,
@@ -234,8 +233,7 @@ def serve(
         print(f"agentgym serve: {warning}", file=sys.stderr, flush=True)
     listener = None
     if metrics_port is not None:
-        keys = ApiKeys(api_keys) if api_keys else None
-        listener = MetricsListener(app.state.server, host, metrics_port, keys).start()
+        listener = MetricsListener(app.state.server, host, metrics_port, api_keys or ()).start()
         print(f"agentgym serve: /metrics off the event loop on {listener.url}", flush=True)
     print(f"agentgym serve: {', '.join(app.state.server.env_ids)} on {where}", flush=True)
     try:
@@ -300,7 +298,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--metrics-port",
         type=int,
         metavar="PORT",
-        help="also answer GET /metrics on this port of --host (0: a free one), from a thread of its own: a scrape "
+        help="also answer GET /metrics on this port of --host (0: a free one), from a process of its own: a scrape "
         "answered at once while the event loop is busy (the server's keys apply)",
     )
     parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
