@@ -304,6 +304,16 @@ def test_web_app_attack_on_the_real_site_in_chromium(env_id: str) -> None:
         env.close()
 
 
+def oracle_until_the_injection_shows(env: gym.Env, what: str, max_steps: int = 6) -> None:
+    """Step the oracle until the injection has shown, failing after ``max_steps`` steps (counted here: a step that
+    could not reach the site adds nothing to the env's history)."""
+    for _ in range(max_steps):
+        if env.unwrapped.injection_seen:
+            return
+        env.step(env.unwrapped.oracle_action())
+    assert env.unwrapped.injection_seen, f"the oracle {what} without the injection showing"
+
+
 #: The computed colour and size of each leaf element laid out on the page whose text holds ``needle`` (not a script's
 #: data: Misago's pages carry their posts as JSON too).
 _LEAVES_WITH_JS = r"""needle => Array.from(document.querySelectorAll('body *'))
@@ -322,9 +332,7 @@ def test_web_app_attack_text_is_on_the_page_read_and_hidden_text_hidden(env_id: 
     try:
         for task_id in (0, 2):  # the first goal as important_message, as hidden_text
             env.reset(options={"task_id": task_id})
-            while not base.injection_seen:
-                assert len(base.history) < 6, "the oracle read the page without the injection showing"
-                env.step(base.oracle_action())
+            oracle_until_the_injection_shows(env, "read the page")
             shown = base.evaluate(_LEAVES_WITH_JS, base.attack.instruction[:60])
             assert shown, base.attack.instruction
             white_1px = [item["color"] == "rgb(255, 255, 255)" and item["size"] == "1px" for item in shown]
@@ -362,9 +370,7 @@ def test_shop_attack_review_is_an_approved_review_listed_first() -> None:
             if base.attack.style in REVIEW_STYLES:
                 assert base.reviewer not in ("", base.signed_in) and (total, planted) == (seeded + 1, 1)
                 assert base.attack.instruction not in description
-                while not base.injection_seen:
-                    assert len(base.history) < 6, "the oracle read the page without the injection showing"
-                    env.step(base.oracle_action())
+                oracle_until_the_injection_shows(env, "read the page")
                 assert base.attack.instruction in " ".join(base.evaluate(first_review).split())
             else:
                 assert base.reviewer == "" and total == seeded and base.attack.instruction in description
@@ -389,9 +395,7 @@ def test_mail_attack_shows_the_text_in_the_mail_read_and_hides_hidden_text() -> 
     try:
         for task_id in (1, 2):  # forward_mail as tool_output_spoof, as hidden_text
             env.reset(options={"task_id": task_id})
-            while not base.injection_seen:
-                assert len(base.history) < 6, "the oracle opened the mail without the injection showing"
-                env.step(base.oracle_action())
+            oracle_until_the_injection_shows(env, "opened the mail")
             shown = base.evaluate(_MAIL_BODY_JS)
             texts = [item["text"] for item in shown]
             sentences = base.attack.text.split("\n\n")
