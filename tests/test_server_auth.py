@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from agentgym.cli import main as cli_main
+from agentgym.serving.app import RENICE_EVERY_S
 from agentgym.serving.auth import (
     API_KEYS_ENV,
     POLICY_VIOLATION,
@@ -262,7 +264,8 @@ def test_listening_beyond_loopback_without_a_key_is_refused_unless_allowed(
 def test_serve_answers_metrics_on_its_metrics_port_with_its_keys() -> None:
     """``agentgym serve --metrics-port 0``: the listener's URL is printed, and it answers the key's scrape with the
     server's counters (tests/test_server.py shows it answering while the event loop stands still); its relay
-    process dies with the server, even one killed at once."""
+    process keeps the server's CPU priority (the envs' processes go below it) and dies with the server, even one
+    killed at once."""
     command = [sys.executable, "-m", "agentgym.serving.server", ENV_ID, "--port", "0", "--metrics-port", "0"]
     server = subprocess.Popen(
         [*command, "--no-prepare"], stdout=subprocess.PIPE, text=True, env={**os.environ, API_KEYS_ENV: KEY}
@@ -279,6 +282,8 @@ def test_serve_answers_metrics_on_its_metrics_port_with_its_keys() -> None:
         assert httpx.delete(f"{url}/sessions/{session}", headers=bearer(KEY)).status_code == 200
         assert httpx.get(metrics_url, headers=bearer(KEY), timeout=30).json()["sessions_closed"] == 1
         (relay,) = [child for child in psutil.Process(server.pid).children() if "monitor" in " ".join(child.cmdline())]
+        time.sleep(RENICE_EVERY_S + 1)  # the server has lowered its envs' processes since: not its relay
+        assert relay.nice() == psutil.Process(server.pid).nice()
         server.send_signal(signal.SIGKILL)  # no cleanup in the server: its relay must not outlive it
         relay.wait(30)
     finally:

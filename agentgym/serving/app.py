@@ -272,9 +272,10 @@ RENICE_EVERY_S = 2.0
 
 async def _lower_env_processes(server: EnvServer) -> None:
     """Every :data:`RENICE_EVERY_S`: the processes the envs have started (and their threads) ``env_nice`` steps
-    below the server (:func:`~agentgym.utils.processes.lower_descendants`, in a thread: it walks ``/proc``)."""
+    below the server (:func:`~agentgym.utils.processes.lower_descendants`, in a thread: it walks ``/proc``); the
+    server's own helpers (``server.helper_pids``) stay at its priority."""
     while server.env_nice > 0:
-        await asyncio.to_thread(lower_descendants, server.env_nice)
+        await asyncio.to_thread(lower_descendants, server.env_nice, None, set(server.helper_pids))
         await asyncio.sleep(RENICE_EVERY_S)
 
 

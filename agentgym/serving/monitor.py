@@ -104,6 +104,7 @@ class MetricsListener:
             except subprocess.TimeoutExpired:
                 relay.kill()
                 relay.wait()
+            self._server.helper_pids.discard(relay.pid)
         self._socket.close()
 
     def _start_relay(self) -> subprocess.Popen[bytes]:
@@ -116,6 +117,7 @@ class MetricsListener:
             env={**os.environ, **parent_environment()},
         )
         _write_frame(relay.stdin, json.dumps(self._keys).encode())  # type: ignore[arg-type]
+        self._server.helper_pids.add(relay.pid)  # left at the server's priority when it lowers its envs' processes
         return relay
 
     def _send_snapshots(self) -> None:
@@ -127,6 +129,7 @@ class MetricsListener:
             asked, _, _ = select.select([relay.stdout], [], [], REFRESH_S)
             if asked and not os.read(relay.stdout.fileno(), 4096):  # the relay is gone
                 relay.wait()
+                self._server.helper_pids.discard(relay.pid)
                 if not self._closing.is_set():
                     self._relay = self._start_relay()
                 continue

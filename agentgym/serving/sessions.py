@@ -216,6 +216,8 @@ class EnvServer:
         #: Nice steps below the server's priority for the processes below it (0: left as started; ``agentgym
         #: serve``: :data:`DEFAULT_ENV_NICE`).
         self.env_nice = env_nice
+        #: The server's own helper processes (the ``/metrics`` relay), which keep its CPU priority.
+        self.helper_pids: set[int] = set()
         #: Each client's session quotas.
         self.quotas = quotas or SessionQuotas()
         self._opening_for: Counter[str] = Counter()

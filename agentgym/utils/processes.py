@@ -8,6 +8,7 @@ import ctypes
 import os
 import signal
 import sys
+from collections.abc import Collection
 
 #: The environment variable a parent sets to its pid for :func:`exit_with_parent` (the child checks it once).
 PARENT_PID_VARIABLE = "AGENTGYM_PARENT_PID"
@@ -56,18 +57,20 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def lower_descendants(steps: int, pid: int | None = None) -> int:
+def lower_descendants(steps: int, pid: int | None = None, spared: Collection[int] = ()) -> int:
     """Put every thread of every process descended from ``pid`` (this one by default) at least ``steps`` nice steps
-    below ``pid``'s own priority (Linux; at most 19); how many threads were lowered.
+    below ``pid``'s own priority (Linux; at most 19), but for the processes in ``spared``; how many threads were
+    lowered.
 
     The processes an env starts (Chromium, a JVM, a sandbox) then run after the process that serves it. Its own
-    threads are left at its priority: one that holds the GIL must run as soon as the event loop asks for it."""
+    threads are left at its priority: one that holds the GIL must run as soon as the event loop asks for it; so are
+    the server's own helpers in ``spared`` (the ``/metrics`` relay: a scrape must not wait behind the envs)."""
     if steps <= 0 or not sys.platform.startswith("linux"):
         return 0
     pid = os.getpid() if pid is None else pid
     target = min(19, os.getpriority(os.PRIO_PROCESS, pid) + steps)
     lowered = 0
-    for child in descendants(pid):
+    for child in set(descendants(pid)) - set(spared):
         try:
             threads = os.listdir(f"/proc/{child}/task")
         except OSError:
