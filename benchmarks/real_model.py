@@ -15,7 +15,9 @@ Two reports:
   and score with 95% intervals per family, the invalid-action rate and its reasons (no ``Action:`` line, unknown
   command, bad arguments, reply cut at ``--max-tokens``), tokens per episode, turns whose prompt left out old
   turns to fit the 8k context, episodes stopped because even their task overflows it, errored episodes ->
-  ``benchmarks/results/real_model_leaderboard.{json,md}``;
+  ``benchmarks/results/real_model_leaderboard.{json,md}`` (``--results NAME``: ``NAME.{json,md}``, for a protocol
+  suite's table beside the quick one's: ``leaderboard ragen --paths serve-model-int8 --results
+  real_model_ragen``);
 * ``throughput``: the same episodes at concurrency 1, 8 and 32 on each path: prompt and generated tokens per
   second, episodes per minute, seconds per reply and to the first reply, and for the servers the time to the first
   streamed token of the episodes' first prompts sent at that concurrency -> ``real_model_throughput.{json,md}``
@@ -299,7 +301,7 @@ def leaderboard(args: argparse.Namespace) -> None:
     eval_args = ["--suite", args.suite, "--max-tokens", str(args.max_tokens), "--temperature", "0", "--seed", "0"]
     expected = sum(item.episodes for item in load_suite(args.suite).items)
     walls = {}
-    recorded = RESULTS / "real_model_leaderboard.json"
+    recorded = RESULTS / f"{args.results}.json"
     kept = (
         json.loads(recorded.read_text(encoding="utf-8"))["wall_s"] if args.keep_recorded and recorded.exists() else {}
     )
@@ -335,8 +337,8 @@ def leaderboard(args: argparse.Namespace) -> None:
     }
     if args.keep_recorded:
         report = with_recorded_columns(report, recorded)
-    (RESULTS / "real_model_leaderboard.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (RESULTS / "real_model_leaderboard.md").write_text(leaderboard_markdown(report), encoding="utf-8")
+    (RESULTS / f"{args.results}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (RESULTS / f"{args.results}.md").write_text(leaderboard_markdown(report), encoding="utf-8")
     print(leaderboard_markdown(report))
 
 
@@ -625,6 +627,11 @@ def main() -> None:
         "--keep-recorded",
         action="store_true",
         help="keep the recorded leaderboard's columns of policies not played here (same suite and settings)",
+    )
+    board.add_argument(
+        "--results",
+        default="real_model_leaderboard",
+        help="the results' name: benchmarks/results/NAME.{json,md} (a protocol suite's table beside the quick one)",
     )
     board.set_defaults(run=leaderboard)
     speed = commands.add_parser("throughput")
