@@ -122,9 +122,13 @@ def plot(report: SoakReport, path: Path) -> None:
     ]
     for axis, (label, value) in zip(axes, series):
         if label == "latency (s)":
-            axis.plot(hours, [s["metrics_s"] for s in samples], label="/metrics answered")
-            for key, name in (("server_lag_s", "server's loop lag"), ("client_lag_s", "client's loop lag")):
-                axis.plot(hours, [_number(s.get(key)) for s in samples], label=f"{name} (worst, last minute)")
+            for key, name in (
+                ("metrics_s", "/metrics on the loop"),
+                ("listener_metrics_s", "/metrics on --metrics-port"),
+                ("server_lag_s", "server's loop lag (worst, last minute)"),
+                ("client_lag_s", "client's loop lag (worst, last minute)"),
+            ):
+                axis.plot(hours, [_number(s.get(key)) for s in samples], label=name)
             axis.legend(loc="upper left")
         elif value is None:
             axis.plot(hours, [s["threads"] for s in samples], label="threads")
