@@ -137,6 +137,26 @@ def test_invalid_moves_are_textarenas_to_judge() -> None:
     assert game.outcome is not None and game.outcome.rewards[agent] == -1.0
 
 
+@pytest.mark.timeout(60)
+def test_a_game_whose_players_are_all_eliminated_ends_in_a_draw() -> None:
+    """TextArena 0.7.4's turn loop never ends once every player is eliminated (MarketEntryGame, found by
+    PettingZoo's api_test after 900 s); the game ends in a draw there, its own rule for that case."""
+    game = make_game("MarketEntryGame")
+    game.reset(seed=0)
+    state = game.env.state
+    for _ in range(200):
+        if game.outcome is not None:
+            break
+        if state.game_state["phase"] == "conversation":
+            move = "{hello}"
+        else:  # invalid until eliminated, then a valid move, which hands the turn on
+            move = "[S]" if state.current_player_id in state.elimination_order else "no decision"
+        game.step(move)
+    assert set(state.elimination_order) == {0, 1, 2, 3}
+    assert game.outcome is not None and game.outcome.rewards == dict.fromkeys(game.possible_agents, 0.0)
+    assert game.outcome.winner is None and game.outcome.reason == "All players eliminated!"
+
+
 def test_player_counts_and_unknown_games() -> None:
     assert len(make_game("LiarsDice", num_players=4).possible_agents) == 4
     with pytest.raises(ValueError, match="players"):

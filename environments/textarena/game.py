@@ -160,6 +160,7 @@ class TextArenaGame(TextGame):
         self._moved_at = dict.fromkeys(range(len(self.agent_names)), 0)
         with self._textarena_random():
             self.env.reset(num_players=len(self.agent_names), seed=self.game_seed)
+        _end_when_all_eliminated(self.env.state)
         self._deliver()
 
     def _current_agent(self) -> str:
@@ -217,6 +218,26 @@ class TextArenaGame(TextGame):
     def observe(self, agent: str) -> dict[str, str]:
         """``{"text": ...}``: the game's name line, TextArena's observation of ``agent``, the turn line."""
         return {"text": "\n\n".join([self.rules, self._view(agent), self._prompt(agent)])}
+
+
+def _end_when_all_eliminated(state: Any) -> None:
+    """End a multi-player game in a draw once every player is eliminated, before TextArena 0.7.4 turns again.
+
+    Its ``FFAMultiPlayerState.step`` looks for the next player not eliminated in a loop that never ends when
+    none is left (MarketEntryGame reaches it when every player runs out of invalid moves); the games' own
+    rule for that case (MarketEntryGame's) is a draw, "All players eliminated!". States without eliminations
+    are left as they are.
+    """
+    if not hasattr(state, "elimination_order"):
+        return
+    step = state.step
+
+    def step_or_draw(*args: Any, **kwargs: Any) -> Any:
+        if not state.done and set(range(state.num_players)) <= set(state.elimination_order):
+            state.set_draw(reason="All players eliminated!")
+        return step(*args, **kwargs)
+
+    state.step = step_or_draw
 
 
 def _observation_wrapper(env: Any) -> Any:
