@@ -9,10 +9,13 @@
     obs, info = env.reset(options={"task_id": 0})
 
 Families of other packages register too, through the ``agentgym.envs`` entry point group
-(:mod:`agentgym.plugins`; a broken plugin only warns).
+(:mod:`agentgym.contract.plugins`; a broken plugin only warns).
 """
 
-from agentgym.core import (
+import sys
+
+from agentgym.contract import core, plugins, registry, reply_text, tool_parsing, tools, vector
+from agentgym.contract.core import (
     INFRA_ERROR_KEY,
     InfrastructureError,
     InvalidAction,
@@ -22,10 +25,15 @@ from agentgym.core import (
     parse_action,
     split_reply,
 )
-from agentgym.plugins import load_plugins
-from agentgym.registry import EnvInfo, env_info, list_envs, prepare_env, register, register_families
-from agentgym.vector import SharedTextBatch  # noqa: F401 (registers UnicodeText with Gymnasium's vector shared memory)
+from agentgym.contract.plugins import load_plugins
+from agentgym.contract.registry import EnvInfo, env_info, list_envs, prepare_env, register, register_families
+from agentgym.contract.vector import SharedTextBatch  # noqa: F401 (registers UnicodeText with Gymnasium's vector shared memory)
 from agentgym.wrappers import ChatWrapper
+
+# The contract's modules stood here before they moved into agentgym.contract: their old names (``agentgym.core``,
+# ``from agentgym.tools import ToolCall``) stay importable as the same module objects, plugins' included.
+for _module in (core, plugins, registry, reply_text, tool_parsing, tools, vector):
+    sys.modules.setdefault(f"agentgym.{_module.__name__.rpartition('.')[2]}", _module)
 
 __version__ = "0.1.0"
 

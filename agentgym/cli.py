@@ -14,10 +14,10 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from agentgym.core import observation_text
+from agentgym.contract.core import observation_text
+from agentgym.contract.registry import UnknownEnvError, env_info, list_commands, list_envs, parse_limits
 from agentgym.evaluation.arguments import add_eval_arguments
 from agentgym.evaluation.table import format_table
-from agentgym.registry import UnknownEnvError, env_info, list_commands, list_envs, parse_limits
 from agentgym.serving.auth import (
     add_key_arguments,
     add_request_quota_arguments,

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from agentgym.core import observation_text
+from agentgym.contract.core import observation_text
 
 Message = dict[str, Any]
 ObservationMode = Literal["text", "screenshot", "both"]
@@ -282,7 +282,7 @@ def takes_keyword(env_id: str, keyword: str) -> bool:
 
     from gymnasium.envs.registration import load_env_creator
 
-    from agentgym.registry import env_info
+    from agentgym.contract.registry import env_info
 
     creator = load_env_creator(env_info(env_id).entry_point)
     functions = [cls.__init__ for cls in creator.__mro__] if isinstance(creator, type) else [creator]

@@ -4,12 +4,12 @@
 (``agent_iter``, ``last``, ``step``). Each agent observes ``{"text": ...}``: the rules, the
 events it may see, its view of the state, the legal moves, and, after an illegal move,
 why it was illegal. The action is the agent's raw reply, parsed like every agentgym env
-(:func:`agentgym.core.parse_action`). An illegal or unparseable move gives the same agent
+(:func:`agentgym.contract.core.parse_action`). An illegal or unparseable move gives the same agent
 another try, up to ``max_illegal_moves`` in a row; one more and it forfeits the game.
 ``step`` never raises on any string.
 
 A game supplies the rules: ``_setup`` (deal, empty board), ``_current_agent``,
-``_legal_moves``, ``_apply`` (one move; raises :class:`~agentgym.core.InvalidAction`),
+``_legal_moves``, ``_apply`` (one move; raises :class:`~agentgym.contract.core.InvalidAction`),
 ``_view`` and ``_outcome``; and scripted ``players`` (``random`` and stronger ones).
 
 :class:`GameEnv` plays a game as a single-agent Gymnasium env (a :class:`TextEnv`) against
@@ -29,8 +29,8 @@ from gymnasium import spaces
 from gymnasium.envs.registration import load_env_creator
 from pettingzoo import AECEnv
 
-from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText, parse_action, quote
-from agentgym.tools import ToolCall
+from agentgym.contract.core import InvalidAction, TaskSplits, TextEnv, UnicodeText, parse_action, quote
+from agentgym.contract.tools import ToolCall
 
 #: A scripted player: (game, the agent it plays, a generator) -> its move.
 Player = Callable[["TextGame", str, random.Random], str]

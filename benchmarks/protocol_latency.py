@@ -32,11 +32,11 @@ import gymnasium as gym
 from recording import record
 
 import agentgym  # noqa: F401
+from agentgym.contract.tools import command_to_tool_call
 from agentgym.integrations.mcp import EnvMCPServer
 from agentgym.integrations.openenv import AgentGymEnvClient
 from agentgym.serving.client import RemoteEnv
 from agentgym.serving.server import create_app
-from agentgym.tools import command_to_tool_call
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 from asgi import serving_in_thread  # noqa: E402

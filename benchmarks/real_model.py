@@ -56,13 +56,13 @@ import gymnasium as gym
 import httpx
 
 import agentgym  # noqa: F401  (registers the envs)
+from agentgym.contract.registry import env_info
 from agentgym.evaluation.records import EpisodeRecord, Turn
 from agentgym.evaluation.results import read_episodes
 from agentgym.evaluation.stats import wilson_interval
 from agentgym.evaluation.suites import load_suite
 from agentgym.integrations.venvs import ensure
 from agentgym.llm.models import resolve_model
-from agentgym.registry import env_info
 from agentgym.utils.sockets import free_port
 from agentgym.utils.text import last_action_line, strip_thinking
 

@@ -25,6 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from agentgym.contract.registry import env_info
 from agentgym.environments.webapps.forge.attack import SPEC as FORGE_ATTACKS
 from agentgym.environments.webapps.forum.attack import SPEC as FORUM_ATTACKS
 from agentgym.environments.webapps.mail.attack import SPEC as MAIL_ATTACKS
@@ -33,7 +34,6 @@ from agentgym.evaluation.records import EpisodeRecord
 from agentgym.evaluation.results import iter_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import make_policy
-from agentgym.registry import env_info
 from agentgym.train.config import load_config
 
 RESULTS = Path(__file__).parent / "results"

@@ -35,13 +35,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import agentgym  # noqa: E402,F401  (registers the envs)
+from agentgym.contract.registry import env_info, register  # noqa: E402
 from agentgym.environments.reasoning import REASONING_SPLITS  # noqa: E402
 from agentgym.environments.reasoning.attack import VARIANTS, ReasoningGymAttackEnv  # noqa: E402
 from agentgym.evaluation.plan import EvalItem  # noqa: E402
 from agentgym.evaluation.records import EpisodeRecord  # noqa: E402
 from agentgym.evaluation.results import iter_episodes  # noqa: E402
 from agentgym.evaluation.stats import wilson_interval  # noqa: E402
-from agentgym.registry import env_info, register  # noqa: E402
 from agentgym.safety import Variants  # noqa: E402
 from agentgym.train.config import EnvConfig, TrainConfig, load_config  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402

@@ -37,7 +37,7 @@ from recording import RESULTS, record
 from soak_harness import Churn, GrowthBounds, SoakReport, growth_failures, kill_children, soak
 
 import agentgym
-from agentgym.registry import max_concurrency
+from agentgym.contract.registry import max_concurrency
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.utils.sockets import free_port
 

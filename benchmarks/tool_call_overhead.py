@@ -22,7 +22,7 @@ from typing import Any
 import gymnasium as gym
 from recording import record
 
-from agentgym.tools import command_to_tool_call
+from agentgym.contract.tools import command_to_tool_call
 
 ENVS = {"Sokoban-v0": range(20), "Wordle-v0": range(20), "WebShop-v0": range(10), "TextCraft-Depth2-v0": range(20)}
 

@@ -1,6 +1,6 @@
 """Gymnasium vector envs over agentgym's text spaces: the cost of the shared-memory layout.
 
-``agentgym.vector`` gives each sub-env of an ``AsyncVectorEnv`` a slot of ``max_length + 1``
+``agentgym.contract.vector`` gives each sub-env of an ``AsyncVectorEnv`` a slot of ``max_length + 1``
 32-bit integers (the length, then the code points). This measures what that costs and buys:
 
 * the buffer: bytes allocated, and the parent's resident memory grown by making the vector env;
@@ -32,7 +32,7 @@ import psutil
 from gymnasium.vector.utils import create_shared_memory, read_from_shared_memory, write_to_shared_memory
 
 import agentgym  # noqa: F401  (registers the ids and the shared-memory functions)
-from agentgym.core import TextEnv, UnicodeText
+from agentgym.contract.core import TextEnv, UnicodeText
 
 RESULTS = Path(__file__).with_name("results")
 TEXT_SAMPLE = "#  √ @ $ .  ✓ ─ 中文 🙂 The box is pushed up. "

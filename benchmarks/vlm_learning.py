@@ -40,7 +40,7 @@ from recording import RESULTS, record
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import agentgym  # noqa: E402
-from agentgym.core import TaskSplits, TextEnv, UnicodeText  # noqa: E402
+from agentgym.contract.core import TaskSplits, TextEnv, UnicodeText  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402
 

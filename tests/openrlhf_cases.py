@@ -21,9 +21,9 @@ import pytest
 from openrlhf.utils import agent as openrlhf_agent
 from transformers import AutoTokenizer
 
+from agentgym.contract.tools import command_to_tool_call
 from agentgym.integrations import openrlhf as adapter
 from agentgym.llm.generation import Generator
-from agentgym.tools import command_to_tool_call
 from agentgym.wrappers.chat import ChatWrapper
 
 

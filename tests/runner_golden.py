@@ -24,7 +24,7 @@ GOLDEN = Path(__file__).parent / "data" / "runner_golden"
 #: Record fields that hold times (the episode's and each turn's).
 TIMED = ("started", "wall_s")
 TIMED_TURN = ("policy_s", "env_s")
-#: A tool-call id as :func:`agentgym.tool_parsing.new_call_id` makes it (random).
+#: A tool-call id as :func:`agentgym.contract.tool_parsing.new_call_id` makes it (random).
 CALL_ID = re.compile(r"chatcmpl-tool-[0-9a-f]+")
 #: name -> (policy, env id, episodes, action format, history window)
 CASES: dict[str, tuple[str, str, int, str, int | None]] = {

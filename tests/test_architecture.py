@@ -117,15 +117,7 @@ def test_a_family_imports_no_other_family(family: str) -> None:
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "contract",
-        (
-            "agentgym.core",
-            "agentgym.reply_text",
-            "agentgym.tools",
-            "agentgym.tool_parsing",
-            "agentgym.registry",
-            "agentgym.plugins",
-            "agentgym.vector",
-        ),
+        ("agentgym.contract",),
     ),
     (
         "env machinery",
@@ -201,12 +193,12 @@ def test_each_package_says_its_floor(package: str) -> None:
 
 def test_the_floor_check_finds_an_upward_import() -> None:
     graph = {
-        "agentgym.core": {"agentgym.utils.text"},
+        "agentgym.contract.core": {"agentgym.utils.text"},
         "agentgym.utils.text": set(),
         "agentgym.serving.server": {"agentgym"},
         "agentgym": {"agentgym.serving.client"},
     }
-    assert upward_imports(graph) == {"agentgym.core": ["agentgym.utils.text"]}
+    assert upward_imports(graph) == {"agentgym.contract.core": ["agentgym.utils.text"]}
     assert floor_of("agentgym.serving.backends.ray") == floor_of("agentgym") < floor_of("agentgym.evaluation.runner")
 
 
@@ -259,3 +251,46 @@ MAX_MODULE_LINES = 700
 def test_no_core_module_is_over_the_line_limit() -> None:
     lengths = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in CORE.rglob("*.py")}
     assert {path: length for path, length in lengths.items() if length > MAX_MODULE_LINES} == {}
+
+
+#: The contract's modules that stood at the package root before they moved into agentgym.contract.
+MOVED_TO_CONTRACT = ("core", "plugins", "registry", "reply_text", "tool_parsing", "tools", "vector")
+
+
+def test_the_package_root_holds_only_the_face_the_command_line_and_machinery_modules() -> None:
+    """The root's loose modules: the package's face, the command line, and two single-module packages of the
+    env machinery; everything else stands in a folder of its floor."""
+    loose = sorted(path.name for path in CORE.glob("*.py"))
+    assert loose == ["__init__.py", "cli.py", "images.py", "multiagent.py"]
+    assert [floor_of(f"agentgym.{name}") for name in ("images", "multiagent")] == [1, 1]
+
+
+def test_no_code_here_imports_the_contracts_old_names() -> None:
+    old = {f"agentgym.{name}" for name in MOVED_TO_CONTRACT}
+    paths = [*CORE.rglob("*.py"), *FAMILIES.rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]
+    paths += [path for path in (ROOT / "tests").rglob("*.py") if path != Path(__file__).resolve()]
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(
+            name
+            for name in imported_names(path)
+            if name.partition(".")[2] and any(name == moved or name.startswith(moved + ".") for moved in old)
+        )
+        for path in paths
+    }
+    assert {path: names for path, names in offenders.items() if names} == {}
+
+
+def test_the_contracts_old_names_import_the_same_modules() -> None:
+    """Code written before the move (``from agentgym.core import TextEnv``) keeps working, in a fresh process."""
+    import subprocess
+    import sys
+
+    checks = "; ".join(
+        f"import agentgym.{name} as old, agentgym.contract.{name} as new; assert old is new, {name!r}"
+        for name in MOVED_TO_CONTRACT
+    )
+    script = (
+        f"from agentgym.core import TextEnv; from agentgym.tools import ToolCall; {checks}; print(TextEnv.__module__)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (0, "agentgym.contract.core"), done.stderr

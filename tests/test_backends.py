@@ -20,11 +20,11 @@ from processes import alive
 from test_server import PUZZLES, assert_same_transitions, trajectory
 
 import agentgym
-from agentgym.core import TextEnv
+from agentgym.contract.core import TextEnv
+from agentgym.contract.registry import inline_safe
 from agentgym.evaluation.results import read_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import OraclePolicy, RandomPolicy
-from agentgym.registry import inline_safe
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv
 

@@ -15,8 +15,8 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
-from agentgym.core import InvalidAction, TaskSplits, TextEnv
-from agentgym.registry import unregister
+from agentgym.contract.core import InvalidAction, TaskSplits, TextEnv
+from agentgym.contract.registry import unregister
 from agentgym.utils import RULES, ContractViolation, check_text_env
 
 

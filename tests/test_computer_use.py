@@ -84,7 +84,7 @@ def test_smart_resize_matches_qwen2_vl_processor_rules() -> None:
 
 
 def test_desktop_takes_a_scroll_at_a_point() -> None:
-    from agentgym.core import InvalidAction
+    from agentgym.contract.core import InvalidAction
     from agentgym.environments.desktop.actions import parse_command, xdotool_calls
 
     command = parse_command("scroll(100, 50, 0, -3)", 1024, 768)
@@ -366,8 +366,8 @@ def test_desktop_marks_number_the_accessibility_tree_and_take_clicks_by_id_and_b
 
 
 def test_browser_tools_follow_the_action_space() -> None:
+    from agentgym.contract.tools import ToolCall, ToolCallError, command_to_tool_call
     from agentgym.environments.miniwob.env import MiniWoBEnv
-    from agentgym.tools import ToolCall, ToolCallError, command_to_tool_call
 
     env = object.__new__(MiniWoBEnv)  # the class's declarations, without a browser
     env.toolset = "default"
@@ -460,7 +460,7 @@ def test_one_key_table_names_each_key_for_the_browser_the_desktop_and_the_format
 def test_the_browser_and_the_desktop_read_pixel_commands_with_one_reader() -> None:
     from agentgym.browser.commands import Command
     from agentgym.browser.commands import parse_command as browser_command
-    from agentgym.core import InvalidAction
+    from agentgym.contract.core import InvalidAction
     from agentgym.environments.desktop.actions import parse_command as desktop_command
 
     for text in ('type("a\\x07")', "type(5)", 'key("ctrl+banana")', "scroll(1, 2, 0, 99)", "drag(1, 2, x, 4)"):

@@ -54,8 +54,8 @@ def test_the_sites_inputs_are_their_folders_and_the_core_modules_they_import() -
         "environments/webapps/shop/requirements.txt",
         "containers/webapps/sites.Dockerfile",
         "containers/webapps/context/build_site.py",
-        "agentgym/core.py",
-        "agentgym/registry.py",
+        "agentgym/contract/core.py",
+        "agentgym/contract/registry.py",
         "agentgym/browser/env.py",
         "environments/__init__.py",
     ):
@@ -104,13 +104,13 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleTyp
     files = {
         "pyproject.toml": PYPROJECT,
         "agentgym/__init__.py": "from agentgym.train import trainer\n",
-        "agentgym/core.py": "from agentgym.utils import text\n",
+        "agentgym/contract/core.py": "from agentgym.utils import text\n",
         "agentgym/utils/__init__.py": "",
         "agentgym/utils/text.py": "WIDTH = 80\n",
         "agentgym/train/__init__.py": "",
         "agentgym/train/trainer.py": "STEPS = 10\n",
         "environments/__init__.py": "",
-        "environments/sites/__init__.py": "def make():\n    from agentgym.core import TextEnv\n",
+        "environments/sites/__init__.py": "def make():\n    from agentgym.contract.core import TextEnv\n",
         "environments/sites/data/pages.yaml": "pages: 3\n",
         "environments/other/__init__.py": "",
         "README.md": "read me\n",
@@ -130,7 +130,11 @@ def test_a_change_counts_only_where_the_sites_are_built_from(checkout: tuple[Mod
         return module.inputs(["environments/sites"]) + module.dependencies("web", [])
 
     before = label()
-    assert {"environments/sites/data/pages.yaml", "agentgym/core.py", "agentgym/utils/text.py"} <= hashed_paths(before)
+    assert {
+        "environments/sites/data/pages.yaml",
+        "agentgym/contract/core.py",
+        "agentgym/utils/text.py",
+    } <= hashed_paths(before)
     assert not hashed_paths(before) & {"agentgym/__init__.py", "agentgym/train/trainer.py", "README.md"}
     # Untouched by: code the sites do not import, the README, another family's files or package-data, an
     # extra the image does not install.

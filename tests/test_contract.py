@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentgym
-from agentgym.core import TextEnv
+from agentgym.contract.core import TextEnv
 from agentgym.evaluation.fingerprint import check_fingerprint
 from agentgym.utils import HOSTILE_REPLIES, check_replies, check_text_env
 from agentgym.utils.env_checker import spread_task_ids

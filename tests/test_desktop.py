@@ -17,7 +17,7 @@ import pytest
 from episodes import play_oracle
 
 import agentgym
-from agentgym.core import InvalidAction
+from agentgym.contract.core import InvalidAction
 from agentgym.environments.desktop.actions import parse_command, xdotool_calls
 from agentgym.environments.desktop.session import processes_with_token
 from agentgym.environments.desktop.tasks import TEMPLATES

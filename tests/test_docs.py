@@ -354,7 +354,7 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-6000:]
     core = (site / "api" / "core" / "index.html").read_text()
-    assert "agentgym.core.TextEnv" in core and "oracle_action" in core  # rendered from the docstrings
+    assert "agentgym.contract.core.TextEnv" in core and "oracle_action" in core  # rendered from the docstrings
     sokoban = (site / "envs" / "sokoban" / "index.html").read_text()
     assert "RAGEN" in sokoban  # the family's module docstring
     assert (site / "benchmarks" / "results" / "gpu_paths" / "index.html").is_file()

@@ -21,7 +21,8 @@ import httpx
 import pytest
 
 import agentgym
-from agentgym.core import INFRA_ERROR_KEY, InfrastructureError, InvalidAction, TaskSplits, TextEnv
+from agentgym.contract.core import INFRA_ERROR_KEY, InfrastructureError, InvalidAction, TaskSplits, TextEnv
+from agentgym.contract.registry import parse_limits
 from agentgym.evaluation.leaderboard import collect, format_terminal
 from agentgym.evaluation.leaderboard.terminal import apart_reason
 from agentgym.evaluation.preparation import family_limits, interleave, prepare_items
@@ -30,7 +31,6 @@ from agentgym.evaluation.results import EPISODES_FILE, read_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import OraclePolicy
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
-from agentgym.registry import parse_limits
 
 # ---- a family whose first use installs something slow ------------------------------------------
 
@@ -202,7 +202,7 @@ def registered_envs() -> Iterator[None]:
         )
     yield
     for env_id in ENVS:
-        agentgym.registry.unregister(env_id)
+        agentgym.contract.registry.unregister(env_id)
     SITE.close()
 
 

@@ -14,7 +14,7 @@ from importlib import resources
 import pytest
 
 import agentgym  # noqa: F401  (registers the games)
-from agentgym.core import InvalidAction
+from agentgym.contract.core import InvalidAction
 from agentgym.environments.multiagent import kuhn_poker, leduc_holdem
 from agentgym.multiagent import TextGame, make_game
 

@@ -12,7 +12,7 @@ import gymnasium as gym
 import pytest
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
-from agentgym.core import InvalidAction
+from agentgym.contract.core import InvalidAction
 from agentgym.environments.multiagent.liars_dice import LiarsDice, bid_probability
 from agentgym.environments.multiagent.negotiation import SimpleNegotiation, parse_offer, talk_before_action
 from agentgym.environments.multiagent.referential import ReferentialGame

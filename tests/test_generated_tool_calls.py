@@ -32,10 +32,10 @@ import gymnasium as gym  # noqa: E402
 import httpx  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
+from agentgym.contract.registry import env_info  # noqa: E402
 from agentgym.llm.generation import Generator, SamplingParams  # noqa: E402
 from agentgym.llm.policies.base import Episode  # noqa: E402
 from agentgym.llm.policies.openai_compat import OpenAIPolicy  # noqa: E402
-from agentgym.registry import env_info  # noqa: E402
 from agentgym.train.config import RolloutConfig  # noqa: E402
 from agentgym.train.rollout import ChatTokens, HFSampler, chat_env, make_slots, play_episodes  # noqa: E402
 from agentgym.utils.sockets import free_port  # noqa: E402

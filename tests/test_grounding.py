@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import agentgym
-from agentgym.core import SPLIT_NAMES
+from agentgym.contract.core import SPLIT_NAMES
 from agentgym.environments.grounding import dataset, similarity
 from agentgym.environments.grounding.describe import Element, describe, in_direction, pick
 from agentgym.environments.grounding.env import GroundingEnv, in_box, pixel_share

@@ -12,7 +12,7 @@ import gymnasium as gym
 import pytest
 from episodes import play_oracle
 
-from agentgym.core import InvalidAction
+from agentgym.contract.core import InvalidAction
 from agentgym.environments.household import SPLITS
 from agentgym.environments.household.engine import Receptacle, Thing, World
 from agentgym.environments.household.env import HouseholdEnv

@@ -18,8 +18,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
 import agentgym  # noqa: E402,F401
+from agentgym.contract.tools import command_to_tool_call  # noqa: E402
 from agentgym.integrations.mcp import EPISODE_URI, EnvMCPServer, parse_kwargs  # noqa: E402
-from agentgym.tools import command_to_tool_call  # noqa: E402
 
 ENV_ID = "Sokoban-v0"
 TASK_ID = 3

@@ -13,9 +13,9 @@ from asgi import serving_in_thread  # noqa: E402
 from openenv.core.env_client import EnvClient  # noqa: E402
 
 import agentgym  # noqa: E402,F401
+from agentgym.contract.tools import command_to_tool_call  # noqa: E402
 from agentgym.integrations.openenv import AgentGymAction, AgentGymEnvClient, AgentGymObservation  # noqa: E402
 from agentgym.serving.server import create_app  # noqa: E402
-from agentgym.tools import command_to_tool_call  # noqa: E402
 
 ENV_ID = "Sokoban-v0"
 

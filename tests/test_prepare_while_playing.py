@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import agentgym
-from agentgym.core import InvalidAction, TaskSplits, TextEnv
+from agentgym.contract.core import InvalidAction, TaskSplits, TextEnv
 from agentgym.evaluation.preparation import Preparations, prepare_items, ready_first
 from agentgym.evaluation.results import read_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
@@ -125,7 +125,7 @@ def registered_envs() -> Iterator[None]:
         )
     yield
     for env_id in ENVS:
-        agentgym.registry.unregister(env_id)
+        agentgym.contract.registry.unregister(env_id)
 
 
 @pytest.fixture(autouse=True)

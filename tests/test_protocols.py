@@ -23,6 +23,7 @@ from leaderboard_runs import episode, write_folder
 
 import agentgym
 from agentgym import cli
+from agentgym.contract.registry import env_info
 from agentgym.evaluation.leaderboard import collect, format_terminal, write_html
 from agentgym.evaluation.leaderboard.published import published_results
 from agentgym.evaluation.metrics import env_metrics, metric_definitions
@@ -31,7 +32,6 @@ from agentgym.evaluation.rescore import format_report, rescore
 from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.evaluation.suites import load_suite, parse_suite, suite_names
 from agentgym.llm.policies import make_policy
-from agentgym.registry import env_info
 
 #: BrowserGym's MiniWoB benchmark tasks: the task_name column of
 #: browsergym/experiments/src/browsergym/experiments/benchmark/metadata/miniwob.csv (ServiceNow/BrowserGym

@@ -121,8 +121,8 @@ def test_the_real_model_leaderboard_plays_every_family_of_the_quick_suite() -> N
     suite."""
     import yaml
 
+    from agentgym.contract.registry import env_info
     from agentgym.evaluation.suites import load_suite
-    from agentgym.registry import env_info
 
     root = Path(__file__).resolve().parent.parent
     board = yaml.safe_load((root / "benchmarks" / "real_model.yaml").read_text(encoding="utf-8"))

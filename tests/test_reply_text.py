@@ -1,4 +1,4 @@
-"""agentgym.reply_text (families import it as agentgym.utils.text): the one reading of a reply (</think>,
+"""agentgym.contract.reply_text (families import it as agentgym.utils.text): the one reading of a reply (</think>,
 Action: lines, fenced blocks) and elide."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import doctest
 from fractions import Fraction
 
-import agentgym.reply_text as text_module
-from agentgym.core import split_reply
+import agentgym.contract.reply_text as text_module
+from agentgym.contract.core import split_reply
 from agentgym.environments.code.bash import extract_command
 from agentgym.environments.code.bugfix import extract_tool_call
 from agentgym.environments.code.humaneval import extract_code

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 import agentgym
-from agentgym.core import TaskSplits, TextEnv
+from agentgym.contract.core import TaskSplits, TextEnv
+from agentgym.contract.registry import env_info
 from agentgym.evaluation.plan import plan
 from agentgym.evaluation.records import Tokens
 from agentgym.evaluation.results import EPISODES_FILE, read_episodes, read_run
 from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import OraclePolicy, RandomPolicy
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
-from agentgym.registry import env_info
 
 
 class CountdownEnv(TextEnv):
@@ -50,7 +50,7 @@ class CountdownEnv(TextEnv):
             if self.misbehaviour == "hang":
                 time.sleep(30)
         if command != "go":
-            from agentgym.core import InvalidAction
+            from agentgym.contract.core import InvalidAction
 
             raise InvalidAction("say go")
         self.left -= 1
@@ -119,7 +119,7 @@ def registered_envs() -> Iterator[None]:
         )
     yield
     for name, _ in envs:
-        agentgym.registry.unregister(name)
+        agentgym.contract.registry.unregister(name)
 
 
 def evaluate(policy: Policy, items: list[EvalItem], out: Path, **options: object):

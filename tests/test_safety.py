@@ -17,14 +17,14 @@ import gymnasium as gym
 import pytest
 
 import agentgym  # noqa: F401  (registers the ids)
-from agentgym.core import TaskSplits
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import env_info
 from agentgym.environments.webapps.shop.attack import REVIEW_STYLES, review_parts
 from agentgym.evaluation.leaderboard import collect, format_markdown
 from agentgym.evaluation.records import episode_from_json, to_json
 from agentgym.evaluation.results import iter_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import ObedientPolicy, make_policy
-from agentgym.registry import env_info
 from agentgym.safety import (
     ATTACK_SUCCESS,
     STYLES,

@@ -31,7 +31,7 @@ from gymnasium.utils.env_checker import check_env
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
 import agentgym
-from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
+from agentgym.contract.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.serving import server as server_module
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError, ServerUnavailableError
@@ -131,7 +131,7 @@ def registered_envs() -> Iterator[None]:
         )
     yield
     for env_id in ("Fragile-v0", "ThreadedFragile-v0"):
-        agentgym.registry.unregister(env_id)
+        agentgym.contract.registry.unregister(env_id)
 
 
 @contextlib.contextmanager

@@ -14,8 +14,8 @@ skyrl_gym = pytest.importorskip("skyrl_gym")
 from omegaconf import OmegaConf  # noqa: E402
 from skyrl_gym.envs.base_text_env import BaseTextEnv  # noqa: E402
 
+from agentgym.contract.tools import command_to_tool_call  # noqa: E402
 from agentgym.integrations import skyrl  # noqa: E402
-from agentgym.tools import command_to_tool_call  # noqa: E402
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT  # noqa: E402
 
 FAMILIES = [("Sokoban-v0", 3), ("WebShop-v0", 0)]

@@ -16,7 +16,7 @@ import pytest
 from asgi import serving_in_thread
 
 import agentgym
-from agentgym.core import INFRA_ERROR_KEY
+from agentgym.contract.core import INFRA_ERROR_KEY
 from agentgym.environments.sokoban.env import SokobanEnv
 from agentgym.serving.backends.process import ServerProcess
 from agentgym.serving.client import RemoteEnv, RemoteEnvError
@@ -78,7 +78,7 @@ def test_an_env_whose_reset_outlasts_the_cycle_is_still_stepped() -> None:
                 )
             )
     finally:
-        agentgym.registry.unregister("SlowResetSokoban-v0")
+        agentgym.contract.registry.unregister("SlowResetSokoban-v0")
     assert not report.errors, report.error_examples
     assert report.sessions_opened["SlowResetSokoban-v0"] >= 4  # two workers, two cycles
     assert report.steps["SlowResetSokoban-v0"] >= 4  # each reset episode took its first step

@@ -17,9 +17,8 @@ from episodes import play_oracle
 from gymnasium.utils.env_checker import check_env
 
 import agentgym
-from agentgym.core import TextEnv, TextOrToolCall
-from agentgym.serving.backends.local import env_class
-from agentgym.tools import (
+from agentgym.contract.core import TextEnv, TextOrToolCall
+from agentgym.contract.tools import (
     GENERIC_TOOLS,
     ToolCallError,
     check_arguments,
@@ -28,6 +27,7 @@ from agentgym.tools import (
     read_action,
     tool_from_spec,
 )
+from agentgym.serving.backends.local import env_class
 
 ENV_IDS = [info.id for info in agentgym.list_envs()]
 FAMILIES = Path(__file__).parents[1] / "environments"

@@ -13,11 +13,11 @@ import pytest
 from test_policies import ScriptedServer, serve  # noqa: F401  (the fixture)
 
 import agentgym  # noqa: F401  (registers the envs)
+from agentgym.contract.tool_parsing import assistant_message, parse_tool_calls, template_messages
 from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import OraclePolicy
 from agentgym.llm.policies.base import Reply
 from agentgym.llm.policies.openai_compat import OpenAIPolicy
-from agentgym.tool_parsing import assistant_message, parse_tool_calls, template_messages
 from agentgym.wrappers.chat import DEFAULT_TOOLS_SYSTEM_PROMPT, NOT_EXECUTED, ChatWrapper
 
 MOVE_UP = '<tool_call>\n{"name": "move", "arguments": {"direction": "up"}}\n</tool_call>'

@@ -23,8 +23,8 @@ from test_ray import alive_node_ids  # noqa: E402
 from test_train_rollout import ScriptedSampler  # noqa: E402
 from test_train_smoke import tiny_config  # noqa: E402
 
+from agentgym.contract.registry import inline_safe  # noqa: E402
 from agentgym.llm.generation import Generator, SamplingParams  # noqa: E402
-from agentgym.registry import inline_safe  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict  # noqa: E402
 from agentgym.train.rollout import (  # noqa: E402
     ChatTokens,

@@ -25,10 +25,10 @@ pytest.importorskip("peft")
 import yaml  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
+from agentgym.contract.tool_parsing import template_messages  # noqa: E402
 from agentgym.evaluation.runner import EvalItem  # noqa: E402
 from agentgym.integrations import venvs  # noqa: E402
 from agentgym.llm.models import ModelNotFoundError, resolve_model  # noqa: E402
-from agentgym.tool_parsing import template_messages  # noqa: E402
 from agentgym.train.cli import main  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict, load_config  # noqa: E402
 from agentgym.train.rollout import ChatTokens  # noqa: E402

@@ -18,10 +18,10 @@ pytest.importorskip("peft")
 import httpx  # noqa: E402
 import yaml  # noqa: E402
 
+from agentgym.contract.registry import env_info  # noqa: E402
 from agentgym.evaluation.plan import EvalItem  # noqa: E402
 from agentgym.llm.generation import Generator  # noqa: E402
 from agentgym.llm.serve_model import create_app  # noqa: E402
-from agentgym.registry import env_info  # noqa: E402
 from agentgym.train.cli import main  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict, load_config  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402

@@ -14,7 +14,7 @@ pytest.importorskip("peft")
 
 from transformers import AutoTokenizer  # noqa: E402
 
-from agentgym.tool_parsing import template_messages  # noqa: E402
+from agentgym.contract.tool_parsing import template_messages  # noqa: E402
 from agentgym.train.config import TrainConfig, from_dict  # noqa: E402
 from agentgym.train.rollout import ChatTokens, Sample, chat_env, make_slots, play_episodes  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402

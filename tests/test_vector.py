@@ -3,7 +3,7 @@
 
 Each sub-env of a vector env must play exactly what a plain ``gym.make`` env plays with the
 same seed and actions (the oracle's), autoreset included; observations travel through
-:mod:`agentgym.vector`'s shared memory in async mode.
+:mod:`agentgym.contract.vector`'s shared memory in async mode.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from episodes import in_turn
 from gymnasium.vector.utils import create_shared_memory, read_from_shared_memory, write_to_shared_memory
 
 import agentgym
-from agentgym.core import UnicodeText, observation_text
+from agentgym.contract.core import UnicodeText, observation_text
+from agentgym.contract.vector import SharedTextBatch
 from agentgym.sandbox import available
-from agentgym.vector import SharedTextBatch
 
 DESKTOP_TOOLS = ("Xvfb", "openbox", "xdotool", "wmctrl", "xterm", "mousepad", "pcmanfm", "gnumeric", "ssconvert")
 

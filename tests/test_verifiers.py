@@ -17,9 +17,9 @@ pytest.importorskip("fastapi")
 import gymnasium as gym  # noqa: E402
 from asgi import serving_in_thread  # noqa: E402
 
+from agentgym.contract.registry import env_info  # noqa: E402
 from agentgym.llm.generation import Generator  # noqa: E402
 from agentgym.llm.serve_model import create_app  # noqa: E402
-from agentgym.registry import env_info  # noqa: E402
 
 MODEL = "tiny-llama"
 

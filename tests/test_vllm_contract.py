@@ -21,8 +21,9 @@ clients play real episodes:
   cut by ``max_tokens``).
 
 Every text that serve-model's chat endpoint and the trainer's rollout parsed for tool calls is recorded at
-the call (:func:`agentgym.tool_parsing.parse_tool_calls`, :func:`~agentgym.tool_parsing.assistant_message`),
-with what our parser made of it, for vLLM's hermes parser to parse again.
+the call (:func:`agentgym.contract.tool_parsing.parse_tool_calls`,
+:func:`~agentgym.contract.tool_parsing.assistant_message`), with what our parser made of it,
+for vLLM's hermes parser to parse again.
 """
 
 from __future__ import annotations

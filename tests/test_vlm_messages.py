@@ -15,7 +15,7 @@ import pytest
 from gymnasium import spaces
 
 import agentgym  # noqa: F401  (registers the ids)
-from agentgym.core import UnicodeText, observation_text
+from agentgym.contract.core import UnicodeText, observation_text
 from agentgym.images import (
     ELIDED_IMAGE,
     ImageError,

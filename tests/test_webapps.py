@@ -14,11 +14,11 @@ from collections.abc import Iterator
 import pytest
 from episodes import rotation, sample_everything
 
+from agentgym.contract.registry import prepare_env
 from agentgym.environments.webapps import SPLITS as TASK_SPLITS
 from agentgym.environments.webapps.cli import needed_sites
 from agentgym.environments.webapps.env import WebAppEnv, all_templates, chosen_templates, registry, template_at
 from agentgym.environments.webapps.tasks import Template
-from agentgym.registry import prepare_env
 
 TEMPLATES = {template.id: template for template in all_templates()}
 SPLITS = ("train", "dev", "test")

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from agentgym.contract.registry import env_info
 from agentgym.evaluation.results import read_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import OraclePolicy
-from agentgym.registry import env_info
 
 EPISODES = 6
 

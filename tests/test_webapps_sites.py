@@ -107,7 +107,7 @@ def test_tenant_leases_are_exclusive_across_processes(tmp_path: Path) -> None:
 
 
 def test_bad_answers_and_gotos_are_explained_without_a_site() -> None:
-    from agentgym.core import InvalidAction
+    from agentgym.contract.core import InvalidAction
     from agentgym.environments.webapps.env import _read_answer
 
     assert _read_answer('"Alice"') == "Alice" and _read_answer("'x'") == "x" and _read_answer("42") == "42"

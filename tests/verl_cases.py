@@ -38,11 +38,11 @@ from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
 from verl.utils.model import extract_multi_modal_inputs
 from verl.workers.rollout.replica import TokenOutput
 
+from agentgym.contract.tool_parsing import template_messages
+from agentgym.contract.tools import command_to_tool_call
 from agentgym.integrations import verl as adapter
 from agentgym.llm.generation import Generator
 from agentgym.llm.vision import VisionGenerator
-from agentgym.tool_parsing import template_messages
-from agentgym.tools import command_to_tool_call
 from agentgym.train.rollout import ChatTokens, chat_env
 
 PROMPT_LENGTH, RESPONSE_LENGTH = 2048, 2048

@@ -38,8 +38,8 @@ from vllm.multimodal.utils import fetch_image
 from vllm.renderers.chat_utils.chat_message import parse_chat_message_content_mm_part
 from vllm.tool_parsers.hermes_tool_parser import Hermes2ProToolParser
 
+from agentgym.contract.tool_parsing import parse_tool_calls
 from agentgym.images import decode_image
-from agentgym.tool_parsing import parse_tool_calls
 
 VLLM_VERSION = "0.33.0"
 RECORD = json.loads(Path(os.environ["AGENTGYM_VLLM_EXCHANGES"]).read_text(encoding="utf-8"))

@@ -50,7 +50,7 @@ from agentgym.browser.commands import (
 )
 from agentgym.browser.page import BrowserError, Element, Tab, serialise, settled_evaluate
 from agentgym.computer_use import INPUT_ACTIONS
-from agentgym.core import INFRA_ERROR_KEY, InvalidAction, TaskSplits, TextEnv, UnicodeText
+from agentgym.contract.core import INFRA_ERROR_KEY, InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.utils.marks import Mark, draw_marks, visible_marks
 
 #: Whether the element with this id (or at this point [x, y]) is (in) a link that opens a new tab.

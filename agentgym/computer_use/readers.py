@@ -24,9 +24,9 @@ from agentgym.computer_use.screen import (
     PixelAction,
     Reading,
 )
-from agentgym.reply_text import strip_thinking
-from agentgym.tool_parsing import parse_tool_calls
-from agentgym.tools import ToolCallError, check_arguments, read_action
+from agentgym.contract.reply_text import strip_thinking
+from agentgym.contract.tool_parsing import parse_tool_calls
+from agentgym.contract.tools import ToolCallError, check_arguments, read_action
 
 
 @cache

@@ -19,9 +19,9 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from agentgym.computer_use import FORMATS as COMPUTER_USE_FORMATS
+from agentgym.contract.registry import inline_safe
 from agentgym.evaluation.plan import EvalItem
 from agentgym.images import ImageOptions, screenshot_kwargs
-from agentgym.registry import inline_safe
 from agentgym.wrappers.chat import ActionFormat, ChatWrapper
 from agentgym.wrappers.computer_use import pixel_action_kwargs
 from agentgym.wrappers.screenshots import ScreenshotRecorder

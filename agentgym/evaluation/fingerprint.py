@@ -32,8 +32,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.core import SPLIT_NAMES, TaskSplits, observation_text
-from agentgym.registry import env_info, list_envs
+from agentgym.contract.core import SPLIT_NAMES, TaskSplits, observation_text
+from agentgym.contract.registry import env_info, list_envs
 
 #: The committed fingerprints (package data).
 FINGERPRINTS_FILE = Path(__file__).with_name("fingerprints.json")

@@ -15,7 +15,7 @@ from importlib import resources
 
 import yaml
 
-from agentgym.registry import env_info
+from agentgym.contract.registry import env_info
 
 REPLAY_KINDS = ("deterministic", "live")
 

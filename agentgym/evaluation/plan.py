@@ -8,8 +8,8 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
 
+from agentgym.contract.registry import env_info
 from agentgym.evaluation.results import episode_key
-from agentgym.registry import env_info
 
 #: Env kwargs that say where an env runs, not what it plays: left out of episode labels.
 BACKEND_KWARGS = ("backend", "ray_", "docker_")

@@ -1,7 +1,7 @@
 """Preparing envs (per task, while episodes play), and how many copies of each family run at once.
 
 **Preparation.** A family whose first use is slow (sites to install, an index to build, screenshots
-to render) declares a ``prepare`` hook in its registration (see :func:`agentgym.registry.prepare_env`);
+to render) declares a ``prepare`` hook in its registration (see :func:`agentgym.contract.registry.prepare_env`);
 a hook that takes ``task_ids`` prepares only what those tasks need. :func:`prepare_items` prepares
 a run's envs one after the other (``agentgym prepare``); :class:`Preparations` does it in the
 background of ``agentgym eval``: at most ``parallel`` preparations at once, the longest first (the
@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from agentgym.registry import env_info, limit_key, max_concurrency, prepare_env
+from agentgym.contract.registry import env_info, limit_key, max_concurrency, prepare_env
 
 #: Where an env runs on this machine, so that preparing it here helps: the other backends
 #: (docker, ray) run it in a container or on other nodes, which prepare themselves.
@@ -190,7 +190,8 @@ class Preparations:
 
 
 def family_limits(env_ids: Iterable[str], overrides: Mapping[str, int] | None = None) -> dict[str, int]:
-    """:func:`~agentgym.registry.limit_key` -> how many of its episodes may be in flight (limited ``env_ids`` only)."""
+    """:func:`~agentgym.contract.registry.limit_key` -> how many of its episodes may be in flight (limited
+    ``env_ids`` only)."""
     limits = {}
     for env_id in env_ids:
         limit = max_concurrency(env_id, overrides)

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import agentgym
-from agentgym.core import INFRA_ERROR_KEY
+from agentgym.contract.core import INFRA_ERROR_KEY
 from agentgym.evaluation.env_host import EnvFailure, EnvHost, InfraFailure
 from agentgym.evaluation.fingerprint import recorded_fingerprint
 from agentgym.evaluation.plan import EvalItem, PlannedEpisode, plan, planned_tasks

@@ -43,8 +43,8 @@ from typing import Any
 
 import yaml
 
+from agentgym.contract.registry import env_info
 from agentgym.evaluation.runner import EvalItem
-from agentgym.registry import env_info
 
 ITEM_KEYS = {"env", "split", "episodes", "max_turns", "kwargs", "task_ids"}
 #: What a ``protocol:`` block must say.

@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 import gymnasium as gym
 
-from agentgym.core import observation_text
-from agentgym.registry import env_info, inline_safe
+from agentgym.contract.core import observation_text
+from agentgym.contract.registry import env_info, inline_safe
 
 T = TypeVar("T")
 

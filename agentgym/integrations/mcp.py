@@ -42,10 +42,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from agentgym.core import SPLIT_NAMES
+from agentgym.contract.core import SPLIT_NAMES
+from agentgym.contract.registry import env_info
 from agentgym.images import ImageOptions, encode_screenshot
 from agentgym.integrations._session import STEP_RESULT_SCHEMA, EnvSession, make_env
-from agentgym.registry import env_info
 
 #: The resource that holds the session's episode state.
 EPISODE_URI = "agentgym://episode"

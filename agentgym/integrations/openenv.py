@@ -42,10 +42,10 @@ from openenv.core.env_server.types import Action, ConcurrencyConfig, Environment
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from agentgym.core import observation_text
+from agentgym.contract.core import observation_text
+from agentgym.contract.registry import env_info
 from agentgym.images import ImageOptions, encode_screenshot
 from agentgym.integrations._session import make_env, reset_options
-from agentgym.registry import env_info
 from agentgym.serving.client import API_KEY_ENV
 
 DEFAULT_MAX_SESSIONS = 1024

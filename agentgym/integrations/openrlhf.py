@@ -25,7 +25,7 @@ env, and the env's answer is appended as text that OpenRLHF tokenizes (outside i
   tools mode) and its generation prompt;
 * the reply played is the decoded sampled ids without special tokens (OpenRLHF's text
   keeps them); in tools mode its ``<tool_call>`` blocks are the env's native tool calls
-  (:func:`agentgym.tool_parsing.assistant_message`), a reply without any is played as text;
+  (:func:`agentgym.contract.tool_parsing.assistant_message`), a reply without any is played as text;
 * the env's answer is the chat template's continuation after the reply: the end of the
   assistant turn (unless the model sampled it), the observation as a user message (text)
   or tool messages (tools), and the next generation prompt
@@ -58,10 +58,10 @@ from typing import Any
 import torch
 from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
+from agentgym.contract.registry import env_info
+from agentgym.contract.tool_parsing import assistant_message, template_messages
 from agentgym.integrations._session import EnvSession, reset_options
 from agentgym.llm.generation import Generator, SamplingParams
-from agentgym.registry import env_info
-from agentgym.tool_parsing import assistant_message, template_messages
 from agentgym.train.rollout import ChatTokens
 from agentgym.wrappers.chat import ACTION_FORMATS, DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ChatWrapper
 
@@ -82,7 +82,7 @@ def parse_label(label: str | Mapping[str, Any]) -> dict[str, Any]:
     """An episode's settings from a dataset label: a JSON object with ``env_id`` (or a bare env id).
 
     Raises ``ValueError`` naming what is wrong (an unknown env id raises
-    :class:`agentgym.registry.UnknownEnvError`).
+    :class:`agentgym.contract.registry.UnknownEnvError`).
     """
     if isinstance(label, str):
         text = label.strip()

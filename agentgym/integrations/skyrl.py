@@ -33,7 +33,7 @@ then from ``env_config`` (SkyRL's ``environment.skyrl_gym.<env_class>`` config):
   ``generator.max_turns``; the env's own step limit applies too);
 * ``action_format``: ``"text"`` (default; the env reads the reply's ``Action:`` line) or
   ``"tools"``: the reply's Hermes/Qwen ``<tool_call>`` blocks are the env's native tool
-  calls (:func:`agentgym.tool_parsing.assistant_message`); a reply without blocks is
+  calls (:func:`agentgym.contract.tool_parsing.assistant_message`); a reply without blocks is
   played as text. The tools are described in the system prompt (``tools_in_prompt``,
   default true; set it false when the tools reach the chat template another way, e.g.
   ``generator.chat_template_kwargs.tools``) and are :attr:`AgentGymTextEnv.tools`;
@@ -55,9 +55,9 @@ import skyrl_gym
 from omegaconf import DictConfig, OmegaConf
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
+from agentgym.contract.registry import env_info, list_envs
+from agentgym.contract.tool_parsing import TOOL_CALL_END, TOOL_CALL_START, assistant_message
 from agentgym.integrations._session import make_env, reset_options
-from agentgym.registry import env_info, list_envs
-from agentgym.tool_parsing import TOOL_CALL_END, TOOL_CALL_START, assistant_message
 from agentgym.wrappers.chat import (
     ACTION_FORMATS,
     DEFAULT_SYSTEM_PROMPT,

@@ -45,8 +45,8 @@ from typing import Any, Literal
 import verifiers.v1 as vf
 from pydantic import Field
 
+from agentgym.contract.registry import env_info
 from agentgym.integrations._session import EnvSession
-from agentgym.registry import env_info
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT
 
 #: The taskset id verifiers resolves to this module (``--env.taskset.id``, ``vf-eval ID``).

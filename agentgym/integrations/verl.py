@@ -56,10 +56,10 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from verl.utils.profiler import simple_timer
 from verl.workers.rollout.replica import TokenOutput
 
+from agentgym.contract.registry import inline_safe
+from agentgym.contract.tool_parsing import assistant_message
 from agentgym.images import DEFAULT_MAX_PIXELS, ImageOptions, ObservationMode, is_image_part
 from agentgym.llm.vision import VisionProcessor, VisionPrompt, chat_images
-from agentgym.registry import inline_safe
-from agentgym.tool_parsing import assistant_message
 from agentgym.train.rollout import ChatTokens, VisionChatTokens, chat_env
 from agentgym.wrappers.chat import ACTION_FORMATS, DEFAULT_SYSTEM_PROMPT, ActionFormat, ChatWrapper, Message
 

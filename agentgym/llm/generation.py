@@ -33,9 +33,9 @@ from jinja2 import TemplateError
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.cache_utils import DynamicLayer
 
+from agentgym.contract.tool_parsing import template_messages
 from agentgym.images import count_images
 from agentgym.llm.prefix_cache import PrefixCache, PrefixHit
-from agentgym.tool_parsing import template_messages
 
 FinishReason = Literal["stop", "length"]
 #: Weight quantizations a CPU model can be loaded with (:func:`quantize_int8`).

@@ -16,7 +16,7 @@ request's ``tools`` are rendered by the model's chat template (``apply_chat_temp
 tools=...)``), and with ``tool_choice`` ``"auto"`` (the default when tools are given) the
 reply's ``<tool_call>`` JSON blocks (the Hermes / Qwen convention) come back as OpenAI
 ``tool_calls`` with ``finish_reason: "tool_calls"`` (``"length"`` where ``max_tokens`` cut the
-reply) (:mod:`agentgym.tool_parsing`);
+reply) (:mod:`agentgym.contract.tool_parsing`);
 ``"none"`` leaves the text as it is. Messages may carry ``tool_calls`` (arguments as a JSON
 string or an object) and ``tool`` results with their ``tool_call_id``.
 
@@ -67,6 +67,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
+from agentgym.contract.tool_parsing import parse_tool_calls
 from agentgym.images import ImageError, decode_image
 from agentgym.llm.generation import (
     DEFAULT_MAX_BATCH_TOKENS,
@@ -93,7 +94,6 @@ from agentgym.serving.auth import (
     check_exposure,
 )
 from agentgym.serving.calls import ProtocolError
-from agentgym.tool_parsing import parse_tool_calls
 
 
 class TokenPrompt(tuple):

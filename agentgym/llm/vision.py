@@ -29,6 +29,7 @@ import torch
 from jinja2 import TemplateError
 from transformers import AutoModelForImageTextToText, AutoProcessor, AutoTokenizer, PreTrainedModel
 
+from agentgym.contract.tool_parsing import template_messages
 from agentgym.images import ImageError, decode_image, image_url, is_image_part
 from agentgym.llm.generation import (
     Completion,
@@ -41,7 +42,6 @@ from agentgym.llm.generation import (
     autocast,
     resolve_device_and_dtype,
 )
-from agentgym.tool_parsing import template_messages
 
 #: Processor outputs that have one entry per token: rebuilt for a whole sequence by ``model_inputs``.
 PER_TOKEN_INPUTS = ("input_ids", "attention_mask", "mm_token_type_ids")

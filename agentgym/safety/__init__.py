@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import yaml
 
-from agentgym.core import TaskSplits, TextEnv, observation_text
+from agentgym.contract.core import TaskSplits, TextEnv, observation_text
 
 #: ``info`` keys of an episode that may be attacked (AgentDojo's ids use the same keys).
 UTILITY, ATTACK_SUCCESS, ATTACKED = "utility", "attack_success", "attacked"

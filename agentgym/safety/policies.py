@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from agentgym.core import TextEnv
+from agentgym.contract.core import TextEnv
 
 #: ``info`` keys: the ids of the task's policies, and those violated so far (a list of ids, each once).
 POLICIES, POLICY_VIOLATIONS = "policies", "policy_violations"

@@ -29,7 +29,7 @@ interruption for :data:`GRACE_S` seconds (the host then kills it), the cell's st
 and the next cell starts a fresh kernel: variables, imports and definitions are gone, files in
 ``/work`` remain. :meth:`Interpreter.restart` starts over on purpose (empty work dir too).
 
-:class:`InterpreterMixin` offers the tool to any :class:`~agentgym.core.TextEnv` family: a
+:class:`InterpreterMixin` offers the tool to any :class:`~agentgym.contract.core.TextEnv` family: a
 ``python`` function tool (declared in ``interpreter.yaml``) and the text form of the same call (a
 fenced ```python block, or ``Action: python`` followed by the code), a fresh interpreter per
 episode, and the cell's result as the observation.
@@ -51,13 +51,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from agentgym.core import InfrastructureError, InvalidAction, TextEnv
-from agentgym.reply_text import fenced_blocks, last_action_line, strip_thinking
+from agentgym.contract.core import InfrastructureError, InvalidAction, TextEnv
+from agentgym.contract.reply_text import fenced_blocks, last_action_line, strip_thinking
+from agentgym.contract.tools import Tool, load_tools
 from agentgym.sandbox.box import Sandbox
 from agentgym.sandbox.disk import DiskWatch
 from agentgym.sandbox.errors import SandboxError
 from agentgym.sandbox.limits import Limits
-from agentgym.tools import Tool, load_tools
 
 CellStatus = Literal["ok", "error", "time", "cpu", "memory", "died"]
 
@@ -331,7 +331,7 @@ def code_of(command: str) -> str | None:
 
 
 class InterpreterMixin(TextEnv):
-    """Offers a stateful Python interpreter tool to a :class:`~agentgym.core.TextEnv` family.
+    """Offers a stateful Python interpreter tool to a :class:`~agentgym.contract.core.TextEnv` family.
 
     A family subclasses it (``class MyEnv(InterpreterMixin): ...``), calls
     :meth:`init_interpreter` in its ``__init__``, and in ``_execute`` runs
@@ -373,8 +373,8 @@ class InterpreterMixin(TextEnv):
     def run_cell(self, code: str) -> str:
         """Run ``code`` in the episode's interpreter; the observation text of its result.
 
-        Raises :class:`~agentgym.core.InvalidAction` when the env offers no interpreter or the
-        code is empty or too long, and :class:`~agentgym.core.InfrastructureError` when no
+        Raises :class:`~agentgym.contract.core.InvalidAction` when the env offers no interpreter or the
+        code is empty or too long, and :class:`~agentgym.contract.core.InfrastructureError` when no
         sandbox can run here.
         """
         if not self.interpreter_enabled:

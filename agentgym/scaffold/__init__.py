@@ -4,7 +4,7 @@ The package (templates in ``family/``, filled in with :class:`string.Template`) 
 working env (a ``TextEnv`` with its five hooks, a small number-guessing game to replace), its
 ``tools.yaml``, task splits, an oracle, a test that runs
 :func:`~agentgym.utils.env_checker.check_text_env`, a README, and a ``pyproject.toml``
-that registers it through the ``agentgym.envs`` entry point group (:mod:`agentgym.plugins`).
+that registers it through the ``agentgym.envs`` entry point group (:mod:`agentgym.contract.plugins`).
 ``pip install -e agentgym-NAME`` makes its id appear in ``agentgym list`` and play in
 ``agentgym eval`` without edits.
 

@@ -13,7 +13,7 @@ and for the same task, seed and actions the same observations, rewards, ``termin
 as plain ones, and a surrogate pair held as two code points as the one character it
 encodes (lone surrogates survive); dict observations come back as dicts, their numpy
 arrays (a screenshot) with the local dtype and shape. Truncation comes from the server's ``TimeLimit``
-(``max_episode_steps`` as in ``gym.make``). Like a :class:`~agentgym.core.TextEnv` it has
+(``max_episode_steps`` as in ``gym.make``). Like a :class:`~agentgym.contract.core.TextEnv` it has
 ``oracle_action()``, ``random_action(rng)`` (the server draws from ``rng``'s state and
 hands it back advanced, so the draws match the local env's), ``available_actions()``,
 ``splits``, ``task_id`` and ``split``, so the scripted baselines and the eval runner work
@@ -57,7 +57,7 @@ import gymnasium as gym
 import httpx
 from gymnasium.envs.registration import EnvSpec
 
-from agentgym.core import TaskSplits
+from agentgym.contract.core import TaskSplits
 from agentgym.serving.wire import (
     CHANNEL_SESSION_GONE,
     decode_observation,
@@ -100,7 +100,7 @@ class ServerHandle(Protocol):
 class ProxyEnv(gym.Env[Any, str], abc.ABC):
     """An env whose episodes run elsewhere; a subclass says how a session call travels (:meth:`_call`).
 
-    Like a :class:`~agentgym.core.TextEnv` it has ``oracle_action()``, ``random_action(rng)``,
+    Like a :class:`~agentgym.contract.core.TextEnv` it has ``oracle_action()``, ``random_action(rng)``,
     ``available_actions()``, ``tools()``, ``splits``, ``task_id`` and ``split``.
     """
 

@@ -83,7 +83,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentgym.registry import parse_limits, prepare_env
+from agentgym.contract.registry import parse_limits, prepare_env
 from agentgym.serving.app import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MESSAGE_BYTES, BodyLimit, create_app
 from agentgym.serving.auth import (
     SessionQuotas,

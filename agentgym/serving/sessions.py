@@ -23,7 +23,7 @@ from typing import Any
 import gymnasium as gym
 import orjson
 
-from agentgym.registry import inline_safe, known_ids_hint, limit_key, list_envs, max_concurrency
+from agentgym.contract.registry import inline_safe, known_ids_hint, limit_key, list_envs, max_concurrency
 from agentgym.serving.auth import SessionQuotas
 from agentgym.serving.calls import CALLS, ProtocolError, body_field
 from agentgym.serving.memory import rss_bytes

@@ -23,7 +23,7 @@ import numpy as np
 import orjson
 from gymnasium import spaces
 
-from agentgym.core import TextOrToolCall, UnicodeText
+from agentgym.contract.core import TextOrToolCall, UnicodeText
 
 #: The close code of a session's WebSocket channel when the server no longer holds the session
 #: (closed, reaped after idling, failed, or never opened).
@@ -61,7 +61,7 @@ def _plain(value: Any) -> Any:
 def describe_space(space: spaces.Space) -> dict[str, Any]:
     """A JSON description of a space that :func:`space_from_description` rebuilds.
 
-    Handles :class:`~agentgym.core.UnicodeText`, ``Box`` (bounds sent as one number when
+    Handles :class:`~agentgym.contract.core.UnicodeText`, ``Box`` (bounds sent as one number when
     they are uniform, so a screenshot's space stays small) and ``Dict`` of those.
     """
     if isinstance(space, TextOrToolCall):

@@ -21,9 +21,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.core import observation_text, split_reply
+from agentgym.contract.core import observation_text, split_reply
+from agentgym.contract.registry import env_info
 from agentgym.multiagent import Event, Outcome, TextGame
-from agentgym.registry import env_info
 
 #: The most characters of a talking role's message (and of an action's echo) shown to the others.
 MAX_MESSAGE_CHARS = 500

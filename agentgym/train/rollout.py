@@ -10,7 +10,7 @@ again (which can change ids, e.g. ``"u" "p"`` re-encoded as ``"up"``).
 Native tool calls (``ChatWrapper(action_format="tools")``) keep this exact: the prompt is
 rendered with the env's tools (``apply_chat_template(..., tools=...)``), the sampled ids stay
 as they are, the env is given the tool calls parsed from their decoded text
-(:func:`agentgym.tool_parsing.assistant_message`), and the tool results enter as the
+(:func:`agentgym.contract.tool_parsing.assistant_message`), and the tool results enter as the
 template's delta, rendered with the same tools.
 
 Vision-language models (:class:`VisionChatTokens`): a screen env's observations carry
@@ -42,13 +42,13 @@ import gymnasium as gym
 import httpx
 from transformers import PreTrainedTokenizerBase
 
+from agentgym.contract.registry import inline_safe
+from agentgym.contract.tool_parsing import assistant_message, template_messages
 from agentgym.evaluation.plan import stable_seed
 from agentgym.images import ImageOptions, content_text, screenshot_kwargs
 from agentgym.llm.generation import Batcher, Generator, Request, SamplingParams
 from agentgym.llm.policies.base import Episode, Policy, Reply
 from agentgym.llm.vision import VisionProcessor, VisionPrompt, chat_images, message_image_urls
-from agentgym.registry import inline_safe
-from agentgym.tool_parsing import assistant_message, template_messages
 from agentgym.wrappers.chat import ActionFormat, ChatWrapper, Message
 
 #: Stands in for an assistant reply when rendering the chat template's delta.
@@ -371,7 +371,7 @@ def play_episodes(
     An episode ends when the env terminates or truncates, after ``max_turns`` turns, or
     when the model's context is full (truncated). With ``env_workers`` > 1, the resets and
     steps of one turn run concurrently in that many threads for envs that wait on something
-    (remote backends such as Ray actors, browsers, JVMs: see :func:`~agentgym.registry.inline_safe`); the
+    (remote backends such as Ray actors, browsers, JVMs: see :func:`~agentgym.contract.registry.inline_safe`); the
     others are stepped one after another on this thread. Either way the trajectories are the same.
     """
     workers = min(env_workers, sum(not inline_safe(slot.env) for slot in slots))

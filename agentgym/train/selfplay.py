@@ -28,10 +28,10 @@ import torch
 from gymnasium.envs.registration import load_env_creator
 from torch import nn
 
+from agentgym.contract.registry import env_info
 from agentgym.evaluation.plan import stable_seed
 from agentgym.llm.generation import Generator, SamplingParams
 from agentgym.multiagent import GAME_SPLITS, TextGame, make_game
-from agentgym.registry import env_info
 from agentgym.train.advantages import grpo_advantages, rae_advantages
 from agentgym.train.config import GameConfig, TrainConfig
 from agentgym.train.roles import RoleTeam

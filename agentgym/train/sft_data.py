@@ -38,13 +38,13 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentgym.contract.tool_parsing import template_messages
 from agentgym.evaluation.fingerprint import recorded_fingerprint
 from agentgym.evaluation.plan import stable_seed
 from agentgym.evaluation.records import EpisodeRecord
 from agentgym.evaluation.results import iter_episodes, read_run
 from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies.scripted import OraclePolicy
-from agentgym.tool_parsing import template_messages
 from agentgym.train.rollout import ChatTokens, Trajectory
 from agentgym.wrappers.chat import DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS_SYSTEM_PROMPT, ActionFormat, Message
 

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer
 
+from agentgym.contract.registry import env_info
 from agentgym.evaluation.plan import stable_seed
 from agentgym.evaluation.records import EpisodeRecord
 from agentgym.evaluation.runner import EvalItem, run_eval
@@ -39,7 +40,6 @@ from agentgym.llm.models import resolve_model
 from agentgym.llm.policies.base import Policy
 from agentgym.llm.prefix_cache import PrefixCache
 from agentgym.llm.vision import VisionGenerator, VisionProcessor, is_vision_model, load_processor
-from agentgym.registry import env_info
 from agentgym.train.advantages import gigpo_advantages, grpo_advantages
 from agentgym.train.batch import Batch, Scores, collate, rows_of, spread_over_turns, token_gae
 from agentgym.train.config import TrainConfig, to_dict

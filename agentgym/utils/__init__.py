@@ -10,7 +10,7 @@ that the author of a new family can check it before registering it::
     check_text_env(gym.make("Sokoban-v0"))
 
 :mod:`agentgym.utils.text` reads LLM replies (``</think>``, the ``Action:`` line, fenced
-blocks) the same way for every env (the helpers of :mod:`agentgym.reply_text`, on the contract's
+blocks) the same way for every env (the helpers of :mod:`agentgym.contract.reply_text`, on the contract's
 floor). :mod:`agentgym.utils.files` holds the file lock, the build-aside-then-rename of caches that
 several processes fill, and the cache root.
 

@@ -1,12 +1,12 @@
 """``check_text_env``: agentgym's environment contract, checked by code.
 
-The contract (see :mod:`agentgym.core` and the README) is a list of rules, :data:`RULES`;
+The contract (see :mod:`agentgym.contract.core` and the README) is a list of rules, :data:`RULES`;
 :func:`check_text_env` plays short episodes on an env and raises :class:`ContractViolation`
 naming the first rule it finds broken, with what it saw. It needs only what the contract
 promises: ``reset(seed=..., options={"task_id": N})``, ``step(reply)``, the info keys, and
-on the unwrapped env ``splits`` (a :class:`~agentgym.core.TaskSplits`), ``oracle_action()``
+on the unwrapped env ``splits`` (a :class:`~agentgym.contract.core.TaskSplits`), ``oracle_action()``
 with ``has_oracle``, and optionally ``action_syntax``, ``available_actions()`` and
-``random_action(rng)``. Any :class:`~agentgym.core.TextEnv` subclass has them all.
+``random_action(rng)``. Any :class:`~agentgym.contract.core.TextEnv` subclass has them all.
 
 Every transition it sees (reset or step, in every phase) is checked for the rules
 ``spaces``, ``info-keys``, ``score``, ``invalid-action`` and ``json``; the phases add
@@ -28,7 +28,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.wrappers import TimeLimit
 
-from agentgym.core import SPLIT_NAMES, TaskSplits, observation_text, quote
+from agentgym.contract.core import SPLIT_NAMES, TaskSplits, observation_text, quote
 
 #: Each rule of the contract, by the name a :class:`ContractViolation` reports.
 RULES: dict[str, str] = {

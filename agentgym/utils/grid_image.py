@@ -10,7 +10,7 @@ from pixels with the same text actions (as verl-agent and RAGEN train VLMs on So
   data the tiles are drawn from. Each tile is drawn once with Pillow (integer coordinates, no
   anti-aliasing: the same pixels on every machine); a frame is the tiles put together by
   indexing, a few microseconds for a 15x15 grid.
-* :class:`GridImageObservation`: a mixin put before a :class:`~agentgym.core.TextEnv` grid
+* :class:`GridImageObservation`: a mixin put before a :class:`~agentgym.contract.core.TextEnv` grid
   family whose ``_describe`` is the grid (symbols separated by spaces, one row per line). The
   observation becomes ``{"text": ..., "screenshot": uint8 HxWx3}``; the text keeps the
   instruction, the actions, the image legend and the feedback, but not the grid, which only the
@@ -40,7 +40,7 @@ import numpy as np
 import yaml
 from gymnasium import spaces
 
-from agentgym.core import TextEnv, UnicodeText
+from agentgym.contract.core import TextEnv, UnicodeText
 
 #: The colours tiles may use, by the name the legend shows.
 PALETTE: dict[str, tuple[int, int, int]] = {

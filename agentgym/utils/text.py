@@ -1,7 +1,8 @@
-"""The reply-reading helpers under the name families import them by; they live in :mod:`agentgym.reply_text`, on
-the contract's floor, since the core reads replies with them (docs/architecture.md)."""
+"""The reply-reading helpers under the name families import them by; they live in
+:mod:`agentgym.contract.reply_text`, on the contract's floor, since the core reads replies with them
+(docs/architecture.md)."""
 
-from agentgym.reply_text import (
+from agentgym.contract.reply_text import (
     ACTION_LINE,
     THINK_END,
     FencedBlock,

@@ -10,14 +10,14 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from agentgym.computer_use import FORMATS as COMPUTER_USE_FORMATS
-from agentgym.core import UnicodeText
+from agentgym.contract.core import UnicodeText
+from agentgym.contract.tool_parsing import new_call_id, template_messages
 from agentgym.images import (
     ImageOptions,
     elide_images,
     is_image_part,
     observation_content,
 )
-from agentgym.tool_parsing import new_call_id, template_messages
 from agentgym.wrappers.computer_use import ComputerUseWrapper
 
 Message = dict[str, Any]
@@ -229,7 +229,7 @@ class ChatWrapper(gym.Wrapper[list[Message], Any, str, Any]):
         """``tokenizer.apply_chat_template`` of ``messages`` (default: :meth:`messages`) with this env's tools.
 
         Tool-call arguments are passed as mappings, as chat templates render them (see
-        :func:`agentgym.tool_parsing.template_messages`); ``kwargs`` go to the tokenizer
+        :func:`agentgym.contract.tool_parsing.template_messages`); ``kwargs`` go to the tokenizer
         (e.g. ``add_generation_prompt=True, tokenize=False``).
         """
         chat = template_messages(self.messages() if messages is None else messages)

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from agentgym.computer_use import FORMATS, FormatError, Geometry, PixelAction, get_format
-from agentgym.core import InvalidAction, observation_text
+from agentgym.contract.core import InvalidAction, observation_text
 from agentgym.images import DEFAULT_MAX_PIXELS, takes_keyword
 
 

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "docs" / "images"
 VIEWPORT = {"width": 1400, "height": 1000}
 #: (page of the site, anchor to scroll to or None, file written)
-SHOTS = [("/", None, "site-home.png"), ("/api/core/", "agentgym.core.TextEnv", "site-api.png")]
+SHOTS = [("/", None, "site-home.png"), ("/api/core/", "agentgym.contract.core.TextEnv", "site-api.png")]
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):

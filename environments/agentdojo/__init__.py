@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 #: Steps of an episode: tool calls and the final answer; at the last one the env scores the episode itself.
 MAX_STEPS = 40

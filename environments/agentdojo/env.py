@@ -52,9 +52,9 @@ from typing import Any
 
 import yaml
 
-from agentgym.core import InvalidAction, TextEnv
+from agentgym.contract.core import InvalidAction, TextEnv
+from agentgym.contract.tools import ToolCall
 from agentgym.environments.agentdojo import MAX_STEPS, suite_splits, suites
-from agentgym.tools import ToolCall
 from agentgym.utils.text import last_action_line, strip_thinking
 
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")

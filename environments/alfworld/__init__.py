@@ -4,8 +4,8 @@ The game files are the user's (``data_dir=`` or ``$ALFWORLD_DATA``); nothing is 
 For ALFWorld-style tasks that need no data, see the ``household`` family (``Household-v0``).
 """
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 #: The games ALFWorld's own loader keeps (six task types, no movable receptacles or sliced
 #: objects, solvable): train = json_2.1.1/train, dev = valid_seen, test = valid_unseen.

@@ -34,7 +34,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agentgym.core import SPLIT_NAMES, InvalidAction, Split, TaskSplits, TextEnv, quote
+from agentgym.contract.core import SPLIT_NAMES, InvalidAction, Split, TaskSplits, TextEnv, quote
 from agentgym.environments.alfworld import SPLITS
 
 DATA_ENV_VAR = "ALFWORLD_DATA"

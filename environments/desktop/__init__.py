@@ -1,7 +1,7 @@
 """Desktop: real X11 apps (terminal, text editor, file manager, spreadsheet) driven by mouse and keyboard."""
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 #: 44 templates; 200 train, 20 dev and 20 test tasks per template.
 SPLITS = TaskSplits(train=8_800, dev=880, test=880)

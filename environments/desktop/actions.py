@@ -5,7 +5,7 @@ and scrolls there (the form the computer-use formats map their scrolls onto, age
 
 :func:`parse_command` reads one command with the pixel command language's one reader
 (:mod:`agentgym.computer_use.commands`) into a :class:`~agentgym.computer_use.screen.PixelAction` or raises
-:class:`~agentgym.core.InvalidAction` saying what is wrong; :func:`xdotool_calls` gives the ``xdotool``
+:class:`~agentgym.contract.core.InvalidAction` saying what is wrong; :func:`xdotool_calls` gives the ``xdotool``
 invocations that perform it.
 """
 
@@ -15,7 +15,7 @@ import re
 
 from agentgym.computer_use.commands import pixel_action, read_call
 from agentgym.computer_use.screen import PixelAction
-from agentgym.core import InvalidAction
+from agentgym.contract.core import InvalidAction
 
 ACTION_SYNTAX = """Actions (one per reply, pyautogui style; coordinates are screen pixels from the top-left):
   click(x, y)              left click

@@ -47,7 +47,7 @@ import numpy as np
 from gymnasium import spaces
 
 from agentgym.computer_use import PIXEL_ACTIONS, PixelAction
-from agentgym.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
+from agentgym.contract.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.environments.desktop import SPLITS
 from agentgym.environments.desktop.actions import ACTION_SYNTAX, parse_command, xdotool_calls
 from agentgym.environments.desktop.onscreen import reachable, top_layer

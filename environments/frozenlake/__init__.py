@@ -2,8 +2,8 @@
 
 import warnings
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)
 

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Iterator
 from functools import cached_property
 
-from agentgym.core import InvalidAction, TextEnv
+from agentgym.contract.core import InvalidAction, TextEnv
 from agentgym.environments.frozenlake import SPLITS
 
 ACTIONS = ("left", "down", "right", "up")

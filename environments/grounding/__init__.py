@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from agentgym.core import SPLIT_NAMES, TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import SPLIT_NAMES, TaskSplits
+from agentgym.contract.registry import register
 
 _SOURCES: dict = yaml.safe_load((Path(__file__).with_name("sources.yaml")).read_text())["sources"]
 _ENTRY_POINT = "agentgym.environments.grounding.env:GroundingEnv"

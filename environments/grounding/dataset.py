@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from agentgym.core import SPLIT_NAMES, TaskSplits
+from agentgym.contract.core import SPLIT_NAMES, TaskSplits
 from agentgym.utils.files import build_once, cache_root, file_lock, written_aside
 
 #: Bumped when what a build writes changes (every source folder's name then changes).

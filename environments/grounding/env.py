@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 from gymnasium import spaces
 
-from agentgym.core import SPLIT_NAMES, InvalidAction, TaskSplits, TextEnv, UnicodeText
+from agentgym.contract.core import SPLIT_NAMES, InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.environments.grounding.dataset import (
     SourceData,
     build_workers,

@@ -4,8 +4,8 @@ An engine of ours with ALFWorld's rooms, objects, task types and commands; not t
 benchmark itself (that is ``ALFWorld-v0`` in the ``alfworld`` family).
 """
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)
 

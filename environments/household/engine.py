@@ -1,7 +1,7 @@
 """The household engine: a room of receptacles and objects, played with ALFWorld's commands.
 
 Pure Python and small: a step parses one command, checks its preconditions (raising
-:class:`~agentgym.core.InvalidAction` with the reason when one fails) and changes the state.
+:class:`~agentgym.contract.core.InvalidAction` with the reason when one fails) and changes the state.
 The rules follow ALFWorld's PDDL domain: you stand at one receptacle at a time (or in the
 middle of the room at the start), hold at most one object, must open a closed receptacle to
 take from it or put into it, clean at a sink basin, heat at a microwave and cool at a fridge
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agentgym.core import InvalidAction, quote
+from agentgym.contract.core import InvalidAction, quote
 from agentgym.environments.household.catalog import CHANGES, LAMPS, OBJECTS, RECEPTACLES
 
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from agentgym.core import InvalidAction, TaskSplits, TextEnv
+from agentgym.contract.core import InvalidAction, TaskSplits, TextEnv
 from agentgym.environments.household import SPLITS
 from agentgym.environments.household.engine import World
 from agentgym.environments.household.tasks import TASK_TYPES, Goal, build_world, draw_goal, plan_step, progress

@@ -1,7 +1,7 @@
 """Maze: walk through a perfect grid maze to the goal, seeing all of it or only nearby squares."""
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)
 

@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import Literal
 
-from agentgym.core import InvalidAction, TextEnv
+from agentgym.contract.core import InvalidAction, TextEnv
 from agentgym.environments.maze import SPLITS
 
 ACTIONS = ("up", "down", "left", "right")

@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 #: Every task page of the ``miniwob`` package's ``html/miniwob/`` folder (miniwob 1.1.0) with its
 #: episode time limit in milliseconds (``core.EPISODE_MAX_TIME``): data, so that registering the ids

@@ -31,7 +31,7 @@ import numpy
 
 from agentgym.browser.env import BrowserEnv
 from agentgym.browser.page import BrowserError, Command
-from agentgym.core import TaskSplits
+from agentgym.contract.core import TaskSplits
 from agentgym.environments.miniwob import SPLITS, TASK_TIME_LIMITS_MS
 from agentgym.environments.miniwob.oracles import ORACLES, OracleView
 

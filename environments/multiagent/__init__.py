@@ -1,7 +1,7 @@
 """Multi-agent text games (PettingZoo AEC) and their single-agent views against scripted opponents."""
 
+from agentgym.contract.registry import register
 from agentgym.multiagent import GAME_SPLITS, register_game
-from agentgym.registry import register
 
 PACKAGE = __name__
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 import re
 
-from agentgym.core import InvalidAction
+from agentgym.contract.core import InvalidAction
 from agentgym.multiagent import Event, Outcome, TextGame, random_legal_move
 
 ROWS, COLUMNS = 6, 7

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import random
 
-from agentgym.core import InvalidAction
+from agentgym.contract.core import InvalidAction
 from agentgym.multiagent import Event, Outcome, TextGame, random_legal_move
 
 CARDS = "JQK"

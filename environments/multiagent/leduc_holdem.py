@@ -46,7 +46,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from agentgym.core import InvalidAction
+from agentgym.contract.core import InvalidAction
 from agentgym.multiagent import Event, Outcome, TextGame, random_legal_move
 
 RANKS = "JQK"

@@ -41,7 +41,7 @@ import re
 from functools import cache
 from math import comb
 
-from agentgym.core import InvalidAction, quote
+from agentgym.contract.core import InvalidAction, quote
 from agentgym.multiagent import Event, Outcome, TextGame, random_legal_move
 
 FACE_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}

@@ -56,7 +56,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym.core import InvalidAction, quote, split_reply
+from agentgym.contract.core import InvalidAction, quote, split_reply
 from agentgym.multiagent import Event, Outcome, TextGame
 
 #: Public market value per unit; each player's private values lie within 20% of these.

@@ -41,7 +41,7 @@ import random
 import re
 import string
 
-from agentgym.core import InvalidAction, quote
+from agentgym.contract.core import InvalidAction, quote
 from agentgym.multiagent import Event, Outcome, TextGame
 
 SIZES = ("small", "medium", "large")

@@ -43,7 +43,7 @@ from typing import Any
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from agentgym.core import InvalidAction, UnicodeText, parse_action, quote
+from agentgym.contract.core import InvalidAction, UnicodeText, parse_action, quote
 from agentgym.multiagent import Event, Outcome, TextGame
 
 MOVES = ("rock", "paper", "scissors")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from functools import cache
 
-from agentgym.core import InvalidAction
+from agentgym.contract.core import InvalidAction
 from agentgym.multiagent import Event, Outcome, TextGame, random_legal_move
 
 CELLS = tuple(f"{column}{row}" for row in "123" for column in "abc")

@@ -12,8 +12,8 @@ from importlib import resources
 
 import yaml
 
+from agentgym.contract.registry import register
 from agentgym.multiagent import GAME_SPLITS, register_game
-from agentgym.registry import register
 
 _SPECS = yaml.safe_load(resources.files(__package__).joinpath("games.yaml").read_text(encoding="utf-8"))
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from agentgym.core import InvalidAction
+from agentgym.contract.core import InvalidAction
 from agentgym.multiagent import Event, GameEnv, Outcome, Player, TextGame, random_legal_move
 
 

@@ -7,8 +7,8 @@ which also reads the user's GSM8K/MATH/AIME-style files (:class:`~.math_env.Math
 ``ReasoningGym-Attack-v0`` plants a prompt injection after the question (:mod:`.attack`, docs/safety.md).
 """
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 # Items of reasoning-gym's generators, one seed per split (see generators.py).
 REASONING_SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentgym.core import InvalidAction, quote
+from agentgym.contract.core import InvalidAction, quote
 from agentgym.sandbox import Limits
 from agentgym.sandbox.interpreter import InterpreterMixin, code_of
 

@@ -41,7 +41,7 @@ from typing import Any
 
 import yaml
 
-from agentgym.core import TaskSplits
+from agentgym.contract.core import TaskSplits
 from agentgym.environments.reasoning import MATH_SPLITS
 from agentgym.environments.reasoning.answers import INTERPRETER_PACKAGES, AnswerEnv
 from agentgym.sandbox import Limits

@@ -1,7 +1,7 @@
 """ScienceWorld: the 30 science task types of Wang et al. (2022) on the real simulator (a JVM per env)."""
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 #: The official variation splits of the 30 task types, summed (see tasks.py; a test checks both).
 SPLITS = TaskSplits(train=3592, dev=1796, test=1819)

@@ -58,7 +58,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from agentgym.core import InvalidAction, TextEnv
+from agentgym.contract.core import InvalidAction, TextEnv
 from agentgym.environments.scienceworld.engine import DEFAULT_JVM_OPTIONS, Engine, EngineError
 from agentgym.environments.scienceworld.tasks import SPLITS, task_of
 

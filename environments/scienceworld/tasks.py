@@ -5,7 +5,7 @@ checks it against the engine). In every task type the official train variations 
 first, then dev, then test, so a split is a contiguous range of variation indices.
 
 agentgym's task ids run over all 7,207 (task type, variation) pairs, train ids first, then
-dev, then test (:class:`~agentgym.core.TaskSplits`). Inside a split the task types take
+dev, then test (:class:`~agentgym.contract.core.TaskSplits`). Inside a split the task types take
 turns: the split's first 30 ids are the first variation of that split of each task type in
 the table's order, the next 30 the second variation of each, and so on (task types with
 fewer variations drop out once theirs are used up). So the first N tasks of a split cover
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from agentgym.core import SPLIT_NAMES, Split, TaskSplits
+from agentgym.contract.core import SPLIT_NAMES, Split, TaskSplits
 
 
 @dataclass(frozen=True)

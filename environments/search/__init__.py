@@ -5,8 +5,8 @@ documents); :class:`~agentgym.environments.search.corpus.CorpusSearchEnv` plays 
 user's own corpus and question files in Search-R1's formats (docs/search.md).
 """
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)
 ENTRY_POINT = "agentgym.environments.search.env:SearchEnv"

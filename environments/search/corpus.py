@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from agentgym.core import TaskSplits
+from agentgym.contract.core import TaskSplits
 from agentgym.environments.search.engine import Retriever, SearchToolsEnv
 from agentgym.retrieval import shared_dense_index, shared_index
 from agentgym.utils.files import cache_root

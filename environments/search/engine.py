@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agentgym.core import InvalidAction, TextEnv, quote
+from agentgym.contract.core import InvalidAction, TextEnv, quote
 from agentgym.environments.search.scoring import exact_match, token_f1
 from agentgym.retrieval import tokenize
 from agentgym.utils.text import strip_thinking

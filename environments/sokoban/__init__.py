@@ -1,7 +1,7 @@
 """Sokoban: push every box onto a target in a small walled room (RAGEN style)."""
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 SPLITS = TaskSplits(train=10_000, dev=1_000, test=1_000)
 

@@ -51,7 +51,7 @@ from collections import deque
 from collections.abc import Iterator
 from random import Random
 
-from agentgym.core import InvalidAction, TextEnv
+from agentgym.contract.core import InvalidAction, TextEnv
 from agentgym.environments.sokoban import SPLITS
 
 ACTIONS = ("up", "down", "left", "right")

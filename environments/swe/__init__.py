@@ -6,8 +6,8 @@ validated tasks of ``data/tasks/`` on the pinned repositories of ``repositories.
 supplies (docs/swe.md).
 """
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 #: The validated tasks per split (tests/test_swe.py checks these against data/tasks/).
 EDIT_SPLITS = TaskSplits(train=1590, dev=167, test=310)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgym.core import TaskSplits
+from agentgym.contract.core import TaskSplits
 from agentgym.environments.swe.checkout import Checkout, TestRun
 from agentgym.environments.swe.env import SWEEnv
 from agentgym.environments.swe.repositories import PLUGIN, venv_purelib

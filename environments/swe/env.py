@@ -45,7 +45,7 @@ import shlex
 from collections.abc import Sequence
 from functools import cache
 
-from agentgym.core import InvalidAction, TaskSplits, TextEnv, quote
+from agentgym.contract.core import InvalidAction, TaskSplits, TextEnv, quote
 from agentgym.environments.swe.checkout import Checkout, TestRun
 from agentgym.environments.swe.repositories import Prepared, prepare_repository, repositories
 from agentgym.environments.swe.tasks import Task, counts, ordered

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
+from agentgym.contract.registry import register
 from agentgym.multiagent import GAME_SPLITS, register_game
-from agentgym.registry import register
 
 
 @cache

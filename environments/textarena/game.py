@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from agentgym.core import InvalidAction
+from agentgym.contract.core import InvalidAction
 from agentgym.multiagent import Event, GameEnv, Outcome, Player, TextGame
 
 #: A move TextArena lists: a bracketed move in quotes, e.g. ``'[4]'``.

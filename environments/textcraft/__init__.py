@@ -1,7 +1,7 @@
 """TextCraft: craft Minecraft items from base materials with get / craft / inventory commands."""
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 # Goals are assigned to splits by name (TaskSplits.bucket), so train and test goals differ.
 SPLITS = TaskSplits(train=8_000, dev=1_000, test=1_000)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from agentgym.core import InvalidAction, TextEnv
+from agentgym.contract.core import InvalidAction, TextEnv
 from agentgym.environments.textcraft import SPLITS
 
 RECIPES_FILE = Path(__file__).with_name("recipes.json")

@@ -52,7 +52,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentgym.core import InvalidAction, TaskSplits, TextEnv
+from agentgym.contract.core import InvalidAction, TaskSplits, TextEnv
 from agentgym.environments.textworld import SPLITS
 from agentgym.environments.textworld.games import GameSpec, Generator, ensure_game
 

@@ -15,10 +15,10 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from agentgym.core import SPLIT_NAMES
+from agentgym.contract.core import SPLIT_NAMES
+from agentgym.contract.registry import env_info
 from agentgym.environments.textworld import SPLITS
 from agentgym.environments.textworld.games import GameSpec, is_complete, run_generator, task_folder
-from agentgym.registry import env_info
 
 
 def spec_of(env_id: str) -> GameSpec:

@@ -6,8 +6,8 @@ takes the templates of its sites (``WebApps-v0``: every template, the cross-site
 
 import os
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register, register_command
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register, register_command
 
 SPLITS = TaskSplits(train=10_000, dev=2_000, test=2_000)
 #: Copies one machine holds at once: every copy drives a Chromium against the same site servers

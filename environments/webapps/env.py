@@ -44,7 +44,7 @@ import yaml
 from agentgym.browser.commands import Command, parse_command
 from agentgym.browser.env import BrowserEnv
 from agentgym.browser.page import BrowserError
-from agentgym.core import InvalidAction, TaskSplits
+from agentgym.contract.core import InvalidAction, TaskSplits
 from agentgym.environments.webapps import SPLITS, policies
 from agentgym.environments.webapps.site import DEFAULT_SEED, Site, TenantLease, lease_tenant
 from agentgym.environments.webapps.tasks import (

@@ -1,7 +1,7 @@
 """WebShop: shop for what an instruction asks on a generated (or the original) catalog."""
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register, register_command
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register, register_command
 
 #: The goal splits of the default catalog (20,000 generated products, 12,087 goals as the
 #: original's human instructions), by the original convention: test = the first 500

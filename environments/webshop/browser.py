@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from agentgym.browser.env import BrowserEnv
 from agentgym.browser.page import BrowserError, Command
-from agentgym.core import TaskSplits
+from agentgym.contract.core import TaskSplits
 from agentgym.environments.webshop import SPLITS
 
 

@@ -21,7 +21,7 @@ done       none: the purchase is scored and the session is over
 
 Commands are ``search[keywords]`` and ``click[text]``, case-insensitive and tolerant of
 spacing (``click[ Next> ]`` clicks ``next >``). A command that is malformed or not
-available on the current page raises :class:`~agentgym.core.InvalidAction` with a message
+available on the current page raises :class:`~agentgym.contract.core.InvalidAction` with a message
 saying what is available. Clicking an option value selects it for its option (a value
 offered by two options selects it for the last of them, as the original); ``< prev`` and
 ``back to search`` behave as in the original (back to search clears the query, the
@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from agentgym.core import InvalidAction, TaskSplits, quote
+from agentgym.contract.core import InvalidAction, TaskSplits, quote
 from agentgym.environments.webshop.reward import NounTagger, get_reward, noun_tagger, token_set_ratio
 from agentgym.environments.webshop.search import PAGE_SIZE, SEARCH_RETURN_N, SearchIndex, shared_index
 

@@ -64,7 +64,7 @@ import random
 import re
 from typing import Any, ClassVar
 
-from agentgym.core import InvalidAction, TaskSplits, TextEnv, parse_action
+from agentgym.contract.core import InvalidAction, TaskSplits, TextEnv, parse_action
 from agentgym.environments.webshop.data import Catalog
 from agentgym.environments.webshop.engine import OBSERVATION_MODES, PRICE_MODES, Session, Shop, load_shop
 from agentgym.environments.webshop.reward import NounTagger

@@ -390,7 +390,7 @@ def create_app(
     from fastapi.responses import HTMLResponse, RedirectResponse
     from starlette.exceptions import HTTPException
 
-    from agentgym.core import InvalidAction
+    from agentgym.contract.core import InvalidAction
     from agentgym.environments.webshop.engine import Session, load_shop
 
     shop = load_shop(catalog, num_products, cache_dir)

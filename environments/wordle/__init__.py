@@ -1,7 +1,7 @@
 """Wordle: guess a hidden 5-letter English word in 6 tries from per-letter feedback."""
 
-from agentgym.core import TaskSplits
-from agentgym.registry import register
+from agentgym.contract.core import TaskSplits
+from agentgym.contract.registry import register
 
 # One task per word of answers.txt (2,200 words), partitioned by a hash of the word;
 # env.py checks that the word list and these counts agree.

@@ -54,7 +54,7 @@ from importlib import resources
 
 import numpy as np
 
-from agentgym.core import InvalidAction, TextEnv
+from agentgym.contract.core import InvalidAction, TextEnv
 from agentgym.environments.wordle import SPLITS
 
 WORD_LENGTH = 5

@@ -247,7 +247,7 @@ def action_format(run: dict[str, Any]) -> str:
 
 def family_of(env_id: str) -> str:
     """The family of a registered env id; for an unknown id, its name up to the first dash."""
-    from agentgym.registry import env_info
+    from agentgym.contract.registry import env_info
 
     try:
         return env_info(env_id).family

@@ -48,6 +48,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from agentgym.contract.registry import env_info
 from agentgym.images import (
     ImageOptions,
     ObservationMode,
@@ -61,7 +62,6 @@ from agentgym.images import (
 from agentgym.integrations._session import make_env
 from agentgym.integrations.trl.tools import AgentGymToolEnv, environment_factory, image_options
 from agentgym.llm.vision import message_image_urls
-from agentgym.registry import env_info
 from agentgym.train.rollout import ChatTokens, EpisodeSlot, Sample, Trajectory, VisionChatTokens, play_episodes
 from agentgym.wrappers.chat import (
     ACTION_FORMATS,

@@ -11,7 +11,8 @@ import json
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from agentgym.core import observation_text
+from agentgym.contract.core import observation_text
+from agentgym.contract.registry import env_info
 from agentgym.images import (
     ImageOptions,
     ObservationMode,
@@ -22,7 +23,6 @@ from agentgym.images import (
     screenshot_kwargs,
 )
 from agentgym.integrations._session import make_env, reset_options
-from agentgym.registry import env_info
 
 #: Python types for the JSON schema types of a tool's parameters (TRL reads tools from signatures).
 _PYTHON_TYPES: dict[str, Any] = {

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import gymnasium as gym
 
-from agentgym.tool_parsing import parse_tool_calls
+from agentgym.contract.tool_parsing import parse_tool_calls
 
 T = TypeVar("T")
 

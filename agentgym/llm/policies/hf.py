@@ -5,7 +5,7 @@ Concurrent ``act`` calls (one per running episode) are batched into one generati
 ``Batcher``, which runs the model in a worker thread so the event loop stays free. Each
 turn samples with a seed drawn from the episode's ``rng``, so an episode replays the same
 way. When the episode plays native tool calls, the chat template renders its tools and the
-reply's ``<tool_call>`` blocks become tool calls (:mod:`agentgym.tool_parsing`). Needs the
+reply's ``<tool_call>`` blocks become tool calls (:mod:`agentgym.contract.tool_parsing`). Needs the
 ``hf`` extra.
 
 A vision-language model folder (its config has a ``vision_config``) is loaded with its

@@ -2,9 +2,9 @@
 injection, the "obedient" player that carries out whatever injected instruction it reads.
 
 They call the env's ``oracle_action()`` and ``random_action(rng)``: a local
-:class:`~agentgym.core.TextEnv` or a :class:`~agentgym.serving.client.RemoteEnv` (which asks its server).
+:class:`~agentgym.contract.core.TextEnv` or a :class:`~agentgym.serving.client.RemoteEnv` (which asks its server).
 When the episode plays native tool calls and the env is local, the command is sent as the
-tool call that maps onto it (``agentgym.tools.command_to_tool_call``), so the baselines run
+tool call that maps onto it (``agentgym.contract.tools.command_to_tool_call``), so the baselines run
 the tools path too; a command no tool yields stays text.
 """
 
@@ -17,10 +17,10 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.core import TextEnv
+from agentgym.contract.core import TextEnv
+from agentgym.contract.tool_parsing import new_call_id
+from agentgym.contract.tools import command_to_tool_call
 from agentgym.llm.policies.base import Episode, Message, Policy, Reply
-from agentgym.tool_parsing import new_call_id
-from agentgym.tools import command_to_tool_call
 
 
 def _baseline(env: gym.Env, method: str) -> Callable[..., Any]:

@@ -1,7 +1,7 @@
 """Where an env runs: ``gym.make(ENV_ID, backend="local" | "process" | "docker" | "ray", **kwargs)``.
 
 * ``local`` (default): the family's class in this process; ``env.unwrapped`` is its
-  :class:`~agentgym.core.TextEnv`.
+  :class:`~agentgym.contract.core.TextEnv`.
 * ``process``: the env runs in an ``agentgym serve`` subprocess on a loopback port, and
   ``gym.make`` returns a the :class:`~agentgym.serving.client.RemoteEnv` that owns it. The subprocess is
   stopped when the env is closed or garbage-collected, at interpreter exit, and also when
@@ -40,7 +40,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.registry import UnknownEnvError, env_info
+from agentgym.contract.registry import UnknownEnvError, env_info
 from agentgym.serving.backends.local import env_class
 
 #: Backend name -> ``"module:function"`` making ``env_id`` with ``kwargs`` there.

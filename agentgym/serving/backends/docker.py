@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgym.registry import env_info
+from agentgym.contract.registry import env_info
 from agentgym.sandbox import UNPRIVILEGED_GID, UNPRIVILEGED_UID
 from agentgym.serving.auth import API_KEYS_ENV
 from agentgym.serving.client import RemoteEnv, open_remote_env

@@ -8,7 +8,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import load_env_creator
 
-from agentgym.registry import env_info
+from agentgym.contract.registry import env_info
 
 
 def env_class(env_id: str) -> Callable[..., gym.Env]:

@@ -5,7 +5,7 @@ whichever node of the Ray cluster has the resources the family asks for
 (:func:`actor_options`); ``gym.make`` returns a :class:`RayEnv`, a ``gymnasium.Env`` that
 forwards every call to it. Episodes are the local env's: same spaces, observations,
 rewards and ``info``; ``TimeLimit`` applies on the caller's side, as with every backend. Like
-a :class:`~agentgym.core.TextEnv` it has ``oracle_action()``, ``random_action(rng)``,
+a :class:`~agentgym.contract.core.TextEnv` it has ``oracle_action()``, ``random_action(rng)``,
 ``available_actions()``, ``splits``, ``task_id`` and ``split``, and it tells where it runs
 (``node_id``, ``actor_id``, ``pid``).
 
@@ -65,7 +65,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.registry import env_info, limit_key, max_concurrency
+from agentgym.contract.registry import env_info, limit_key, max_concurrency
 from agentgym.serving.backends.local import make_local
 from agentgym.serving.calls import CALLS
 from agentgym.serving.client import ProxyEnv

@@ -52,7 +52,7 @@ import random
 import re
 from fractions import Fraction
 
-from agentgym.core import InvalidAction, TextEnv, quote
+from agentgym.contract.core import InvalidAction, TextEnv, quote
 from agentgym.environments.code import BASH_SPLITS
 from agentgym.environments.code.bash.checking import answer_matches, compare_tree, state_digest
 from agentgym.environments.code.bash.tasks import TEMPLATES, BashTask

@@ -60,7 +60,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-from agentgym.core import InvalidAction, TextEnv, quote
+from agentgym.contract.core import InvalidAction, TextEnv, quote
 from agentgym.environments.code import BUGFIX_SPLITS
 from agentgym.environments.code.bugfix.domains import DOMAINS
 from agentgym.environments.code.bugfix.repository import Repo, generate_repo

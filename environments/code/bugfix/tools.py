@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from agentgym.core import InvalidAction, quote
+from agentgym.contract.core import InvalidAction, quote
 from agentgym.sandbox import Sandbox, SandboxError
 from agentgym.utils import text as reply_text
 from agentgym.utils.text import elide, last_action_line, strip_thinking

@@ -3,7 +3,7 @@
 One reading of a reply for every env: reasoning up to a closing ``</think>`` is dropped
 (:func:`strip_thinking`); the command is on the last ``Action:`` line (:func:`last_action_line`,
 also ``**Action:**``, ``> action:`` and the like); multi-line content comes in fenced blocks
-(:func:`fenced_blocks`). :func:`agentgym.core.split_reply` and the code family's tool calls,
+(:func:`fenced_blocks`). :func:`agentgym.contract.core.split_reply` and the code family's tool calls,
 shell commands and code submissions are built from these.
 
 A fence is a line of three or more backticks or tildes, optionally indented, with an info

@@ -12,7 +12,7 @@ produced and whose observation is text. :class:`TextEnv` implements the contract
   (an OpenAI assistant message with ``tool_calls``, or one call dict): the call is checked
   against its tool's schema and mapped onto the family's text command, so both formats
   share one execution path; a malformed call is an invalid action like a malformed reply
-  (see :mod:`agentgym.tools` and docs/tool-calls.md).
+  (see :mod:`agentgym.contract.tools` and docs/tool-calls.md).
 * The reward of a step is the change of the episode's score, so an episode's return is
   its final ``info["score"]`` (in [0, 1]).
 * ``info`` always holds ``task_id``, ``split``, ``instruction``, ``action`` (the extracted
@@ -45,8 +45,8 @@ from typing import Any, ClassVar, Literal, TypeVar
 import gymnasium as gym
 from gymnasium import spaces
 
-from agentgym.reply_text import last_action_line, strip_thinking
-from agentgym.tools import (
+from agentgym.contract.reply_text import last_action_line, strip_thinking
+from agentgym.contract.tools import (
     DEFAULT_TOOLSET,
     GENERIC_TOOLS,
     Tool,
@@ -89,7 +89,7 @@ class TextOrToolCall(UnicodeText):
     """The action space of text envs: a reply (any unicode string up to ``max_length``) or a tool call.
 
     ``contains`` also admits a dict shaped as an OpenAI assistant message or a single
-    tool call (:func:`agentgym.tools.is_tool_action`; whether the call fits the env's
+    tool call (:func:`agentgym.contract.tools.is_tool_action`; whether the call fits the env's
     tools is decided at ``step``). ``sample`` draws strings, as :class:`UnicodeText` does.
     """
 
@@ -323,7 +323,7 @@ class TextEnv(gym.Env[str, str], abc.ABC):
         return [tool.declaration() for tool in self.tool_specs()]
 
     def tool_specs(self) -> tuple[Tool, ...]:
-        """The declared tools with their command templates (see :mod:`agentgym.tools`)."""
+        """The declared tools with their command templates (see :mod:`agentgym.contract.tools`)."""
         key = (type(self), self.tool_file, self.toolset)
         tools = _TOOLS_BY_CLASS.get(key)
         if tools is None:
@@ -339,7 +339,7 @@ class TextEnv(gym.Env[str, str], abc.ABC):
         return tools
 
     def tool_command(self, call: ToolCall) -> str:
-        """The text command a tool call maps onto; raise :class:`~agentgym.tools.ToolCallError` if it is bad.
+        """The text command a tool call maps onto; raise :class:`~agentgym.contract.tools.ToolCallError` if it is bad.
 
         Checks the call against its tool's schema and fills the tool's command template;
         families whose calls need other mapping override this.

@@ -15,7 +15,7 @@ package (see docs/plugins.md).
 
 A broken plugin never breaks ``import agentgym``: a registration module that fails to import,
 or an id that is already registered (by agentgym or an earlier plugin), gives a
-:class:`~agentgym.registry.PluginWarning` naming the plugin, and the rest loads.
+:class:`~agentgym.contract.registry.PluginWarning` naming the plugin, and the rest loads.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib.metadata
 import warnings
 
-from agentgym.registry import PluginWarning, registering_plugin
+from agentgym.contract.registry import PluginWarning, registering_plugin
 
 #: The entry point group a package declares its families in.
 ENTRY_POINT_GROUP = "agentgym.envs"

@@ -216,7 +216,9 @@ def _check_schema(schema: Any, where: str) -> None:
         raise ValueError(f"{where}: a schema must be a mapping, got {schema!r}")
     unsupported = set(schema) - _SCHEMA_KEYWORDS
     if unsupported:
-        raise ValueError(f"{where}: schema keywords {sorted(unsupported)} are not supported (see agentgym.tools)")
+        raise ValueError(
+            f"{where}: schema keywords {sorted(unsupported)} are not supported (see agentgym.contract.tools)"
+        )
     if schema.get("type") not in _TYPES:
         raise ValueError(f"{where}: schema type must be one of {sorted(_TYPES)}, got {schema.get('type')!r}")
     if schema.get("additionalProperties", False) is not False:

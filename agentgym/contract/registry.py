@@ -24,7 +24,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import load_env_creator
 
-from agentgym.core import TaskSplits
+from agentgym.contract.core import TaskSplits
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class PluginWarning(UserWarning):
 
 
 _ENVS: dict[str, EnvInfo] = {}
-#: The plugin whose registration module is being imported (see :mod:`agentgym.plugins`).
+#: The plugin whose registration module is being imported (see :mod:`agentgym.contract.plugins`).
 _LOADING_PLUGIN: str | None = None
 
 
@@ -104,7 +104,7 @@ def register(
     more would overload a shared site, browser or engine). ``prepare``: ``"module:function"`` of
     the family's one-time preparation (see :func:`prepare_env`); ``prepare_s``: about how many seconds it
     takes the first time (runs start the longest first). While a plugin registers
-    (:mod:`agentgym.plugins`), an id that is already registered is skipped with a warning.
+    (:mod:`agentgym.contract.plugins`), an id that is already registered is skipped with a warning.
     """
     if max_concurrency is not None and max_concurrency < 1:
         raise ValueError(f"{env_id}: max_concurrency must be at least 1, got {max_concurrency}")

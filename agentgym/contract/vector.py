@@ -6,9 +6,9 @@ of ``AsyncVectorEnv`` (on by default) does not fit: Gymnasium stores a ``Text`` 
 indices into the space's charset (so a character outside it, such as Sokoban's ``√``,
 raises ``KeyError``), and it decodes the buffer into a tuple of strings once, when the
 vector env is made, so later writes would never be seen. This module registers
-:class:`~agentgym.core.UnicodeText` (and so its subclasses) with Gymnasium's
+:class:`~agentgym.contract.core.UnicodeText` (and so its subclasses) with Gymnasium's
 ``create_shared_memory``, ``read_from_shared_memory`` and ``write_to_shared_memory``; it is
-imported by :mod:`agentgym.core`, so the registration is in place wherever the space exists
+imported by :mod:`agentgym.contract.core`, so the registration is in place wherever the space exists
 (the main process and every worker).
 
 Layout: each sub-env owns one slot of ``max_length + 1`` unsigned 32-bit integers, the
@@ -43,7 +43,7 @@ from typing import Any, overload
 import numpy as np
 from gymnasium.vector.utils import create_shared_memory, read_from_shared_memory, write_to_shared_memory
 
-from agentgym.core import UnicodeText
+from agentgym.contract.core import UnicodeText
 
 #: The slot's item type: 4-byte unsigned integers (the ``array`` module's typecode ``I``).
 _DTYPE = np.dtype(np.uint32)
