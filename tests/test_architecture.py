@@ -257,12 +257,11 @@ def test_no_core_module_is_over_the_line_limit() -> None:
 MOVED_TO_CONTRACT = ("core", "plugins", "registry", "reply_text", "tool_parsing", "tools", "vector")
 
 
-def test_the_package_root_holds_only_the_face_the_command_line_and_machinery_modules() -> None:
-    """The root's loose modules: the package's face, the command line, and two single-module packages of the
-    env machinery; everything else stands in a folder of its floor."""
-    loose = sorted(path.name for path in CORE.glob("*.py"))
-    assert loose == ["__init__.py", "cli.py", "images.py", "multiagent.py"]
-    assert [floor_of(f"agentgym.{name}") for name in ("images", "multiagent")] == [1, 1]
+def test_the_package_root_holds_only_the_face_the_command_line_and_the_image_module() -> None:
+    """The root's loose modules: the package's face, the command line, and the one image module (env machinery);
+    everything else stands in a folder of its floor, and no data file lies loose beside them."""
+    assert sorted(path.name for path in CORE.iterdir() if path.is_file()) == ["__init__.py", "cli.py", "images.py"]
+    assert floor_of("agentgym.images") == [name for name, _ in FLOORS].index("env machinery")
 
 
 def test_no_code_here_imports_the_contracts_old_names() -> None:

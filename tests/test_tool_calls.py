@@ -48,7 +48,7 @@ def message(*calls: dict[str, Any], content: Any = None) -> dict[str, Any]:
 def tool_files() -> Iterator[tuple[str, str, str]]:
     """(package, file, toolset) of every tools file shipped: the families' and the games'."""
     files = [(f"agentgym.environments.{path.parent.name}", path) for path in sorted(FAMILIES.glob("*/tools.yaml"))]
-    files.append(("agentgym", Path(agentgym.__file__).parent / "game_tools.yaml"))
+    files.append(("agentgym.multiagent", Path(agentgym.__file__).parent / "multiagent" / "game_tools.yaml"))
     for package, path in files:
         for toolset in yaml.safe_load(path.read_text()):
             yield package, path.name, toolset
