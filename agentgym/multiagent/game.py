@@ -1,17 +1,6 @@
-"""Multi-agent text games on PettingZoo's AEC API, and the table of registered games (make_game).
-
-:class:`TextGame` implements the turn loop once, following PettingZoo's AEC contract
-(``agent_iter``, ``last``, ``step``). Each agent observes ``{"text": ...}``: the rules, the
-events it may see, its view of the state, the legal moves, and, after an illegal move,
-why it was illegal. The action is the agent's raw reply, parsed like every agentgym env
-(:func:`agentgym.contract.core.parse_action`). An illegal or unparseable move gives the same agent
-another try, up to ``max_illegal_moves`` in a row; one more and it forfeits the game.
-``step`` never raises on any string.
-
-A game supplies the rules: ``_setup`` (deal, empty board), ``_current_agent``,
-``_legal_moves``, ``_apply`` (one move; raises :class:`~agentgym.contract.core.InvalidAction`),
-``_view`` and ``_outcome``; and scripted ``players`` (``random`` and stronger ones).
-"""
+"""Multi-agent text games on PettingZoo's AEC API: :class:`TextGame` (the turn loop, once, as the package docstring
+of :mod:`agentgym.multiagent` tells it), the outcome and event records, and the table of registered games
+(:func:`register_game`, :func:`make_game`)."""
 
 from __future__ import annotations
 
