@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
@@ -308,3 +309,23 @@ def test_shipped_sft_configs_load() -> None:
     assert rl and all(c.model.init_from and c.algorithm.name != "sft" for c in rl)
     with pytest.raises(ValueError, match="data.path"):
         from_dict(TrainConfig, {"model": {"path": "m"}, "envs": [LAKE], "algorithm": {"name": "sft"}})
+
+
+def test_gradient_checkpointing_takes_the_same_step_through_transformers_current_name(
+    oracle_data: Path, tiny_model_path: Path, tmp_path: Path
+) -> None:
+    """``model.gradient_checkpointing`` recomputes activations (the same loss and gradients) and calls transformers'
+    current name for it, so a run does not warn on every start."""
+    steps = []
+    for checkpointing in (False, True):
+        config = sft_config(tiny_model_path, oracle_data, tmp_path / str(checkpointing), iterations=1)
+        config["model"] |= {"gradient_checkpointing": checkpointing}
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*gradient_checkpointing_enable.*", category=FutureWarning)
+            trainer = Trainer(from_dict(TrainConfig, config))
+        try:
+            steps.append((trainer.step()["loss"], trainer.model.is_gradient_checkpointing))
+        finally:
+            trainer.close()
+    assert steps[0][1] is False and steps[1][1] is True
+    assert steps[1][0] == pytest.approx(steps[0][0], abs=1e-6)

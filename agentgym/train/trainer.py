@@ -97,7 +97,9 @@ class Trainer:
         start = checkpoint_model(config.model.init_from) if config.model.init_from else None
         model = load_weights(model_class, folder, start, weights_dtype).to(self.device)
         if config.model.gradient_checkpointing:
-            model.gradient_checkpointing_enable()
+            # transformers >= 5.25 calls it activation checkpointing (the old name warns); older ones, gradient.
+            enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+            enable()
             model.enable_input_require_grads()
         if config.model.lora is not None:
             from peft import LoraConfig, get_peft_model
