@@ -8,7 +8,7 @@
 #      its own (agentgym[server,webapps] and each site's requirements.txt, downloaded from PyPI on this machine)
 #      and containers/webapps/sites.Dockerfile, which installs each site and seeds its golden snapshot at build
 #      time, offline (minutes). Its label hashes only what the sites are built from (SOURCES: environments/webapps
-#      and this folder, but for ./Dockerfile, with the agentgym modules they import, such as agentgym/core.py;
+#      and this folder, but for ./Dockerfile, with the agentgym modules they import, such as agentgym/contract/core.py;
 #      the dependencies of agentgym[server,webapps] and the sites' requirements; the base image): a change
 #      elsewhere (agentgym/train/, README.md, another family) leaves it as it is;
 #   3. agentgym/webapps:latest FROM the sites image: containers/webapps/Dockerfile installs the agentgym wheel of
