@@ -48,11 +48,12 @@ def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
 
 def stage_config(suite: dict[str, Any], family: dict[str, Any], stage: str, work: Path) -> TrainConfig:
     """The ``sft`` or ``rl`` config of ``family``: the suite's config file on the family's env, with the family's
-    overrides; or the family's own config file (``rl_config``, ``sft_config``), whose env and evaluation stay."""
+    overrides, then the stage's own (``rl: {overrides: ...}``); or the family's own config file (``rl_config``,
+    ``sft_config``), whose env and evaluation stay."""
     folder = work / family["name"]
     own = family.get(f"{stage}_config")
     base = to_dict(load_config(ROOT / (own or suite[f"{stage}_config"])))
-    config = merged(base, family.get("overrides", {}))
+    config = merged(merged(base, family.get("overrides", {})), family[stage].get("overrides", {}))
     iterations = family[stage]["iterations"]
     config |= {
         "out": str(folder / stage),
