@@ -34,6 +34,7 @@ from agentgym.wrappers import ChatWrapper
 # ``from agentgym.tools import ToolCall``) stay importable as the same module objects, plugins' included.
 for _module in (core, plugins, registry, reply_text, tool_parsing, tools, vector):
     sys.modules.setdefault(f"agentgym.{_module.__name__.rpartition('.')[2]}", _module)
+del _module
 
 __version__ = "0.1.0"
 

@@ -270,9 +270,7 @@ def test_no_code_here_imports_the_contracts_old_names() -> None:
     paths += [path for path in (ROOT / "tests").rglob("*.py") if path != Path(__file__).resolve()]
     offenders = {
         str(path.relative_to(ROOT)): sorted(
-            name
-            for name in imported_names(path)
-            if name.partition(".")[2] and any(name == moved or name.startswith(moved + ".") for moved in old)
+            name for name in imported_names(path) if name in old or name.startswith(tuple(f"{moved}." for moved in old))
         )
         for path in paths
     }
