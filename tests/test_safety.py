@@ -294,6 +294,7 @@ def test_web_app_attack_on_the_real_site_in_chromium(env_id: str) -> None:
             assert info["injection_seen"] and (info[UTILITY], info[ATTACK_SUCCESS]) == (1.0, False), info
             assert info[POLICY_VIOLATIONS] == [], info  # the same policies as the plain id's, all kept
             total, info = play(env, task_id, "obedient")
+            assert info["browser_error"] is None, (info["browser_error"], env.unwrapped.history)
             assert (info[UTILITY], info[ATTACK_SUCCESS]) == (1.0, True), info
             assert total == pytest.approx(0.0)
             # obeying breaks the policy that forbids the attacker's goal (environments/webapps/policies.yaml)

@@ -65,6 +65,14 @@ new MutationObserver(() => setTimeout(() => {
 </script></body></html>"""
 
 
+#: A form whose Send navigates a moment after the click (Roundcube's redirect after sending, late on a loaded
+#: machine), and once more from the page it lands on: a goto given meanwhile is cut short, twice.
+SENDING = b"""<!doctype html><html><body><button onclick="send()">Send</button><script>
+function send() { setTimeout(() => { location.href = location.pathname === '/sending' ? '/sent' : '/done'; }, 300); }
+if (location.pathname === '/sent') send();
+</script></body></html>"""
+
+
 def _png() -> bytes:
     from PIL import Image
 
@@ -86,7 +94,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(20)
             return
-        if self.path == "/sluggish":  # a page that takes longer than an action may, and less than a page
+        if self.path in ("/sluggish", "/sluggish-target"):  # longer than an action may take, less than a page
             time.sleep(2.0)
         if self.path.startswith("/late.png"):  # an image that arrives after the page has loaded
             time.sleep(1.5)
@@ -96,9 +104,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(PNG)
             return
-        body = {"/": FORM, "/images": IMAGES, "/ready": READY, "/replaced": REPLACED}.get(
-            self.path, b"<html><body><p>The other page</p></body></html>"
-        )
+        body = {
+            "/": FORM,
+            "/images": IMAGES,
+            "/ready": READY,
+            "/replaced": REPLACED,
+            "/sending": SENDING,
+            "/sent": SENDING,
+        }.get(self.path, b"<html><body><p>The other page</p></body></html>")
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
         self.send_header("Content-Length", str(len(body)))
@@ -207,6 +220,21 @@ def test_a_goto_has_the_page_timeout_not_the_action_timeout(site: str) -> None:
     env.reset()
     _, _, terminated, _, info = env.step(f'goto("{site}/sluggish")')
     assert terminated and "did not answer in time (Page.goto: Timeout 1000ms exceeded" in info["browser_error"]
+    env.close()
+
+
+def test_a_goto_the_pages_own_navigations_cut_short_is_tried_until_it_opens(site: str) -> None:
+    """A goto given while the page's own navigation is under way (a form's redirect after Send, late on a
+    loaded machine: CI failed a mail episode so) is cut short by it, and by the next one: it is tried again
+    after each, and opens, instead of ending the episode."""
+    from agentgym.browser.env import LiveSiteEnv
+
+    env = LiveSiteEnv(site + "/sending", "Send, then go elsewhere.")
+    observation, _ = env.reset()
+    env.step(f"click({element_id(observation, 'Send')})")
+    observation, _, terminated, _, info = env.step(f'goto("{site}/sluggish-target")')
+    assert not terminated and info["browser_error"] is None, info
+    assert info["url"] == f"{site}/sluggish-target" and "The other page" in observation["text"]
     env.close()
 
 

@@ -189,6 +189,8 @@ _ACTIONABLE_JS = """(e, typing) => {
 #: Playwright's log lines once an action may have reached the page: a pointer action sent, a key press begun.
 #: A navigation cut short by another one the page started itself (Playwright's words for it).
 _RACED = re.compile(r"interrupted by another navigation|net::ERR_ABORTED")
+#: How often a goto is tried when the page's own navigations keep cutting it short.
+GOTO_TRIES = 5
 _PERFORMED = re.compile(r"performing \w+ action|elementHandle\.press\(")
 
 
@@ -293,14 +295,25 @@ async def perform(page: Any, command: Command, *, timeout_ms: float = 5000, retr
     if name in COORDINATE_COMMANDS:
         return await _perform_at(page, command)
     if name == "goto":  # a page load, not an actionability check: the tab's page timeout applies
-        try:
-            await page.goto(args[0])
-        except PlaywrightError as error:
-            if not _RACED.search(str(error)):
-                raise
-            await page.goto(args[0])  # the page's own navigation (a form's redirect) cut this one short: again
+        await _goto(page, args[0])
         return f"Opened {args[0]}."
     raise ElementError(f"unknown command {name!r}")
+
+
+async def _goto(page: Any, url: str) -> None:
+    """Open ``url``. A navigation the page started itself (a form's redirect after Roundcube's Send, which a
+    loaded machine may start seconds after the click) cuts a goto short, and may again on the next try: each
+    such try waits for the page's own load and goes again, up to :data:`GOTO_TRIES` tries."""
+    from playwright.async_api import Error as PlaywrightError
+
+    for tries_left in reversed(range(GOTO_TRIES)):
+        try:
+            await page.goto(url)
+            return
+        except PlaywrightError as error:
+            if not tries_left or not _RACED.search(str(error)):
+                raise
+            await page.wait_for_load_state()
 
 
 def _inside_viewport(page: Any, points: tuple[float, ...]) -> tuple[float, ...]:
