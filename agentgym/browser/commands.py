@@ -187,11 +187,11 @@ _ACTIONABLE_JS = """(e, typing) => {
 
 
 #: Playwright's log lines once an action may have reached the page: a pointer action sent, a key press begun.
+_PERFORMED = re.compile(r"performing \w+ action|elementHandle\.press\(")
 #: A navigation cut short by another one the page started itself (Playwright's words for it).
 _RACED = re.compile(r"interrupted by another navigation|net::ERR_ABORTED")
 #: How often a goto is tried when the page's own navigations keep cutting it short.
 GOTO_TRIES = 5
-_PERFORMED = re.compile(r"performing \w+ action|elementHandle\.press\(")
 
 
 async def _patiently(
