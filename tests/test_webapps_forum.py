@@ -8,9 +8,11 @@ once; its venv and golden database are kept under the web-apps home).
 
 from __future__ import annotations
 
+import asyncio
 import http.cookiejar
 import json
 import random
+import re
 import time
 import urllib.error
 import urllib.request
@@ -20,6 +22,7 @@ from typing import Any
 import pytest
 
 from agentgym.environments.webapps import tasks as webapps_tasks
+from agentgym.environments.webapps.env import WebAppEnv
 from agentgym.environments.webapps.forum import content as forum_content
 from agentgym.environments.webapps.forum.site import ForumSite
 from agentgym.environments.webapps.forum.templates import TEMPLATES, Reply
@@ -184,3 +187,26 @@ def test_a_reply_posted_through_misagos_api_satisfies_the_reply_checker(
     assert template.check(task, outcome) == 1.0
     assert template.check(task, Outcome(answer="done", url="", tenant=other, sites={"forum": site})) == 0.0
     site.reset_tenant(tenant)
+
+
+def test_a_search_whose_results_come_late_is_shown_with_them() -> None:
+    """A step waits for the page Misago fills in by script: a thread search whose results answer 12 s late
+    is returned with its results and counts (CI captured such a page without them, 10 s after it loaded,
+    when the wait was 5 s)."""
+    env = WebAppEnv(sites=("forum",))
+    try:
+        env.reset(options={"task_id": 0})
+
+        async def answer_searches_late(page: Any) -> None:
+            async def late(route: Any) -> None:
+                await asyncio.sleep(12)
+                await route.continue_()
+
+            await page.context.route("**/api/search/**", late)
+
+        env.tab.run(answer_searches_late)
+        observation = env.step('goto("/search/threads/?q=fermentation")')[0]["text"]
+        assert "Loading results" not in observation
+        assert re.search(r"Threads\W+\d+", observation), observation
+    finally:
+        env.close()

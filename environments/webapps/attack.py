@@ -22,7 +22,7 @@ import yaml
 
 from agentgym.browser.page import BrowserError
 from agentgym.environments.webapps.cli import prepare as prepare_sites
-from agentgym.environments.webapps.env import QUIET_WAIT_S, WebAppEnv
+from agentgym.environments.webapps.env import READY_WAIT_S, WebAppEnv
 from agentgym.environments.webapps.tasks import Step
 from agentgym.safety import InjectedEnv
 
@@ -75,7 +75,7 @@ class SiteAttackEnv(InjectedEnv, WebAppEnv):
             await page.context.add_cookies(cookies)
             await page.reload(timeout=self.page_timeout_s * 1000)
             with contextlib.suppress(PlaywrightTimeout):
-                await page.wait_for_function(ready_js, timeout=QUIET_WAIT_S * 1000)
+                await page.wait_for_function(ready_js, timeout=READY_WAIT_S * 1000)
 
         try:
             self.tab.run(sign_in)

@@ -80,6 +80,11 @@ ORACLE_WAIT_S = 20.0
 #: as it is). ``answer(...)`` waits longer, up to half the page timeout, for a write still in flight (a post
 #: the agent's click sent, which a loaded machine may answer many seconds later: CI failed such a reply).
 QUIET_WAIT_S = 5.0
+#: How long a reset and each action wait for a page that fills itself by script to be filled in (the site's
+#: ``ready_js``: a forum search's results and counts, a mail list). It waits only while the page is not yet
+#: filled in; a loaded machine may answer the script's call many seconds late: CI captured a forum search
+#: still without its results 10 s after the page loaded, when this wait was 5 s.
+READY_WAIT_S = 20.0
 ANSWER_SYNTAX = '  answer("text")            end the task with your answer (for tasks that ask for no fact: "done")'
 _ANSWER = re.compile(r"^\s*answer\s*\((.*)\)\s*$", re.DOTALL)
 
@@ -262,7 +267,7 @@ class WebAppEnv(PolicyEnv, BrowserEnv):
             await page.goto(start_url, timeout=self.page_timeout_s * 1000)
             await self._requests.settle(QUIET_WAIT_S, QUIET_WAIT_S)  # a page that fills itself by script (a mail list)
             with contextlib.suppress(PlaywrightTimeout):
-                await page.wait_for_function(ready_js, timeout=QUIET_WAIT_S * 1000)
+                await page.wait_for_function(ready_js, timeout=READY_WAIT_S * 1000)
 
         for attempt in range(START_ATTEMPTS):
             try:
@@ -354,7 +359,7 @@ class WebAppEnv(PolicyEnv, BrowserEnv):
         site = next((name for name in self.site_names if host == self.site(name).host(self.tenant)), None)
         if site is not None:  # let a page that fills itself by script finish, as on reset
             with contextlib.suppress(PlaywrightTimeout):
-                await page.wait_for_function(self.site(site).ready_js, timeout=QUIET_WAIT_S * 1000)
+                await page.wait_for_function(self.site(site).ready_js, timeout=READY_WAIT_S * 1000)
         return ""
 
     def _finish(self, answer: str) -> str:
