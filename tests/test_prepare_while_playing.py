@@ -19,7 +19,7 @@ import pytest
 
 import agentgym
 from agentgym.contract.core import InvalidAction, TaskSplits, TextEnv
-from agentgym.evaluation.preparation import Preparations, prepare_items, ready_first
+from agentgym.evaluation.preparation import Preparations, prepare_items
 from agentgym.evaluation.results import read_episodes
 from agentgym.evaluation.runner import EvalItem, run_eval
 from agentgym.llm.policies import OraclePolicy
@@ -249,16 +249,7 @@ def test_an_id_whose_preparation_fails_errors_clearly_and_finished_work_is_kept(
     assert all(record.status == "ok" for record in read_episodes(tmp_path).values())
 
 
-def test_ready_first_and_per_task_preparation_outside_a_run() -> None:
-    planned = ["a1", "slow1", "b1", "slow2", "later1", "a2"]
-    assert ready_first(planned, lambda name: name.rstrip("0123456789"), ["later", "slow"]) == [
-        "a1",
-        "b1",
-        "a2",
-        "later1",
-        "slow1",
-        "slow2",
-    ]
+def test_per_task_preparation_outside_a_run() -> None:
     outcome = prepare_items([EvalItem("SlowReady-v0", 1), EvalItem("Ready-v0", 1)], tasks={"SlowReady-v0": {7}})
     assert outcome == {"SlowReady-v0": None, "Ready-v0": None} and PREPARED[0][1] == [7]
     BROKEN["broken"] = False

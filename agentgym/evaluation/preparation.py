@@ -6,7 +6,8 @@ a hook that takes ``task_ids`` prepares only what those tasks need. :func:`prepa
 a run's envs one after the other (``agentgym prepare``); :class:`Preparations` does it in the
 background of ``agentgym eval``: at most ``parallel`` preparations at once, the longest first (the
 family's ``prepare_s``; the items' order among equals), while the episodes of ids already ready play
-(:func:`ready_first` puts those first), and an episode of an id still preparing waits for it
+(the runner's workers take those first, and an id's own in their planned place once it is ready:
+:meth:`Preparations.ready`), and an episode of an id still preparing waits for it
 (:meth:`Preparations.wait`) outside every episode's timeout. A preparation that fails is reported; the
 episodes of its id are then recorded as errors that say so, never played on an env that is not ready.
 
@@ -177,6 +178,11 @@ class Preparations:
             async with self._turn:
                 self._turn.notify_all()
 
+    def ready(self, label: str) -> bool:
+        """Whether ``label``'s preparation has ended (or it has none): its episodes need not wait."""
+        ended = self._ended.get(label)
+        return ended is None or ended.done()
+
     async def wait(self, label: str) -> str | None:
         """Wait until ``label``'s env is prepared; ``None`` (ready, or nothing to prepare) or why it failed."""
         ended = self._ended.get(label)
@@ -215,11 +221,3 @@ def interleave(planned: Sequence[T], key: Callable[[T], str]) -> list[T]:
     for index in range(max((len(queue) for queue in queues.values()), default=0)):
         ordered.extend(queue[index] for queue in queues.values() if index < len(queue))
     return ordered
-
-
-def ready_first(planned: Sequence[T], label: Callable[[T], str], preparing: Sequence[str]) -> list[T]:
-    """``planned`` reordered (each label's order kept): the episodes of labels with nothing to prepare first,
-    then those of each label of ``preparing`` in its order, so that the workers take what can play now
-    and reach an env in preparation as late as they can."""
-    rank = {name: number for number, name in enumerate(preparing, start=1)}
-    return sorted(planned, key=lambda episode: rank.get(label(episode), 0))

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import json
 import os
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,12 +173,14 @@ async def play_missing(
     retry_errors: bool = False,
     on_plan: Callable[[int, int], None] | None = None,
     on_record: Callable[[R], None] | None = None,
+    playable: Callable[[P], bool] | None = None,
 ) -> Tally:
     """Open (or resume) the results folder ``out`` for ``run`` and play what it lacks of ``planned``.
 
     An item is done when the folder holds a record of its key (with ``retry_errors``, an
     ``"ok"`` record). The rest are played by ``min(concurrency, missing)`` workers on this
-    event loop: ``play(item, worker)`` (``worker``: the worker's index, for state a worker
+    event loop, each taking the first item left that is ``playable`` now (its env prepared),
+    else the first: ``play(item, worker)`` (``worker``: the worker's index, for state a worker
     keeps, such as the arena's game) returns the record, which is appended at once. Raises
     ``ValueError`` when ``out`` holds a different run. ``on_plan(total, already_done)`` is
     called once before playing, ``on_record(record)`` after each append; the folder is
@@ -193,14 +194,18 @@ async def play_missing(
             status = results.statuses.get(key)
             return status is not None and (status == "ok" or not retry_errors)
 
-        pending = deque(item for item in planned if not finished(item.key))
+        pending = [item for item in planned if not finished(item.key)]
         tally = Tally(planned=len(planned), skipped=len(planned) - len(pending))
         if on_plan is not None:
             on_plan(tally.planned, tally.skipped)
 
+        def take() -> P:
+            index = next((n for n, item in enumerate(pending) if playable(item)), 0) if playable else 0
+            return pending.pop(index)
+
         async def worker(number: int) -> None:
             while pending:
-                record = await play(pending.popleft(), number)
+                record = await play(take(), number)
                 results.append(record)
                 tally.played += 1
                 tally.errored += record.status == "error"

@@ -59,7 +59,6 @@ from agentgym.evaluation.preparation import (
     family_limits,
     interleave,
     limit_key,
-    ready_first,
 )
 from agentgym.evaluation.records import EpisodeRecord, Tokens, Turn
 from agentgym.evaluation.results import Tally, play_missing
@@ -543,8 +542,6 @@ async def run_eval(
         on_preparing=on_preparing,
     )
     preparations = together.preparations
-    if preparations is not None:
-        planned = ready_first(planned, lambda episode: episode.item.label, preparations.labels)
     runner = Runner(
         policy,
         Path(out),
@@ -578,6 +575,7 @@ async def run_eval(
             retry_errors=retry_errors,
             on_plan=on_plan,
             on_record=finished,
+            playable=None if preparations is None else lambda episode: preparations.ready(episode.item.label),
         )
     finally:
         runner.close()
