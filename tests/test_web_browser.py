@@ -233,7 +233,7 @@ def test_a_goto_the_pages_own_navigations_cut_short_is_tried_until_it_opens(site
     observation, _ = env.reset()
     env.step(f"click({element_id(observation, 'Send')})")
     observation, _, terminated, _, info = env.step(f'goto("{site}/sluggish-target")')
-    assert not terminated and info["browser_error"] is None, info
+    assert not terminated and info["browser_error"] is None, info["browser_error"]
     assert info["url"] == f"{site}/sluggish-target" and "The other page" in observation["text"]
     env.close()
 

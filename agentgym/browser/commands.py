@@ -303,7 +303,9 @@ async def perform(page: Any, command: Command, *, timeout_ms: float = 5000, retr
 async def _goto(page: Any, url: str) -> None:
     """Open ``url``. A navigation the page started itself (a form's redirect after Roundcube's Send, which a
     loaded machine may start seconds after the click) cuts a goto short, and may again on the next try: each
-    such try waits for the page's own load and goes again, up to :data:`GOTO_TRIES` tries."""
+    such try waits for the page's own load and goes again, up to :data:`GOTO_TRIES` tries. A try reported cut
+    short whose page has opened ``url`` all the same (Chromium may carry on with it, and then report each
+    further try as cut short by that very navigation) is the goto done."""
     from playwright.async_api import Error as PlaywrightError
 
     for tries_left in reversed(range(GOTO_TRIES)):
@@ -314,6 +316,8 @@ async def _goto(page: Any, url: str) -> None:
             if not tries_left or not _RACED.search(str(error)):
                 raise
             await page.wait_for_load_state()
+            if page.url == url:
+                return
 
 
 def _inside_viewport(page: Any, points: tuple[float, ...]) -> tuple[float, ...]:
