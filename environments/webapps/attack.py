@@ -12,7 +12,6 @@ the site's ``_goal_instruction`` names in :attr:`SiteAttackEnv.signed_in` and th
 from __future__ import annotations
 
 import abc
-import contextlib
 import dataclasses
 from collections.abc import Callable, Collection
 from importlib import resources
@@ -22,7 +21,7 @@ import yaml
 
 from agentgym.browser.page import BrowserError
 from agentgym.environments.webapps.cli import prepare as prepare_sites
-from agentgym.environments.webapps.env import READY_WAIT_S, WebAppEnv
+from agentgym.environments.webapps.env import WebAppEnv, wait_until_filled
 from agentgym.environments.webapps.tasks import Step
 from agentgym.safety import InjectedEnv
 
@@ -70,12 +69,9 @@ class SiteAttackEnv(InjectedEnv, WebAppEnv):
         cookies, ready_js = site.session_cookies(self.tenant, self.signed_in), site.ready_js
 
         async def sign_in(page: Any) -> None:
-            from playwright.async_api import TimeoutError as PlaywrightTimeout
-
             await page.context.add_cookies(cookies)
             await page.reload(timeout=self.page_timeout_s * 1000)
-            with contextlib.suppress(PlaywrightTimeout):
-                await page.wait_for_function(ready_js, timeout=READY_WAIT_S * 1000)
+            await wait_until_filled(page, ready_js)
 
         try:
             self.tab.run(sign_in)

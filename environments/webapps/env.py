@@ -165,6 +165,15 @@ def template_at(templates: Sequence[Template], task_id: int) -> tuple[Template, 
     return templates[index % len(templates)], split, index // len(templates)
 
 
+async def wait_until_filled(page: Any, ready_js: str) -> None:
+    """Wait, up to :data:`READY_WAIT_S`, until the site's ``ready_js`` says the page has filled itself in; a page
+    still unfilled then is read as it is."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    with contextlib.suppress(PlaywrightTimeout):
+        await page.wait_for_function(ready_js, timeout=READY_WAIT_S * 1000)
+
+
 class WebAppEnv(PolicyEnv, BrowserEnv):
     """Tasks on one or more web apps (see the module docstring).
 
@@ -257,8 +266,6 @@ class WebAppEnv(PolicyEnv, BrowserEnv):
         start_url = self.site(start_site).base_url(self.tenant) + start_path
 
         async def open_start(page: Any) -> None:
-            from playwright.async_api import TimeoutError as PlaywrightTimeout
-
             await page.context.route(OUTSIDE_SITES, lambda route: route.abort("blockedbyclient"))
             self._requests.watch(page.context)
             page.context.on("request", self._navigating)
@@ -266,8 +273,7 @@ class WebAppEnv(PolicyEnv, BrowserEnv):
                 await page.context.add_cookies(cookies)
             await page.goto(start_url, timeout=self.page_timeout_s * 1000)
             await self._requests.settle(QUIET_WAIT_S, QUIET_WAIT_S)  # a page that fills itself by script (a mail list)
-            with contextlib.suppress(PlaywrightTimeout):
-                await page.wait_for_function(ready_js, timeout=READY_WAIT_S * 1000)
+            await wait_until_filled(page, ready_js)
 
         for attempt in range(START_ATTEMPTS):
             try:
@@ -352,14 +358,11 @@ class WebAppEnv(PolicyEnv, BrowserEnv):
         return url
 
     async def _after_action(self, page: Any, command: Command) -> str:
-        from playwright.async_api import TimeoutError as PlaywrightTimeout
-
         await page.wait_for_load_state()
         host = urlsplit(page.url).hostname or ""
         site = next((name for name in self.site_names if host == self.site(name).host(self.tenant)), None)
         if site is not None:  # let a page that fills itself by script finish, as on reset
-            with contextlib.suppress(PlaywrightTimeout):
-                await page.wait_for_function(self.site(site).ready_js, timeout=READY_WAIT_S * 1000)
+            await wait_until_filled(page, self.site(site).ready_js)
         return ""
 
     def _finish(self, answer: str) -> str:
