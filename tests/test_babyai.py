@@ -179,6 +179,27 @@ def test_oracle_finishes_after_random_detours(env_id: str) -> None:
         assert info["success"], f"{env_id} task {task_id}: oracle failed after detours"
 
 
+@pytest.mark.parametrize("env_id", ["BabyAI-Text-BossLevel-v0", "BabyAI-Text-Unlock-v0", "BabyAI-Text-PutNext-v0"])
+def test_the_kept_view_is_the_one_minigrid_computes(env_id: str) -> None:
+    """The agent's view is computed once per world state (minigrid's step, the description and the bot
+    each ask for it): after every step, reset and bot move it equals a fresh ``gen_obs_grid``, and each
+    observation equals the description of the world computed afresh (``render``)."""
+    env = gym.make(env_id, render_mode="ansi")
+    world = env.unwrapped.world
+    rng = random.Random(0)
+    for task_id in SPLITS.ids("test")[:3]:
+        observation, _ = env.reset(options={"task_id": task_id})
+        for step in range(60):
+            grid, visible = world.gen_obs_grid()
+            fresh_grid, fresh_visible = type(world).gen_obs_grid(world)
+            assert np.array_equal(grid.encode(visible), fresh_grid.encode(fresh_visible))
+            assert observation.endswith(env.render())
+            reply = env.unwrapped.oracle_action() if step % 3 else rng.choice(list(ACTIONS))
+            observation, *_, terminated, truncated, _ = env.step(reply)
+            if terminated or truncated:
+                break
+
+
 def test_resets_on_threads_keep_the_process_stdout(capfd: pytest.CaptureFixture[str]) -> None:
     """minigrid prints each rejected sample of a level's generation (BabyAI-GoTo-v0's tasks 1, 3, 5, ...
     reject some): a reset keeps those prints out of stdout in its own thread only. Swapping sys.stdout for

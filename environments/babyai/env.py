@@ -93,6 +93,10 @@ class BabyAITextEnv(TextEnv):
             raise ValueError(f"unknown BabyAI level {level!r}; expected a minigrid id such as 'BabyAI-GoTo-v0'")
         self.level = level
         self.world = gym.make(level, disable_env_checker=True).unwrapped
+        # The agent's view, computed once per world state: minigrid's step computes it for its observation,
+        # then the description and the bot ask for it again (two thirds of a step's time went to it).
+        self._view: tuple[Any, ...] | None = None
+        self.world.gen_obs_grid = self._agent_view
         self.babyai_reward = 0.0
         self._bot: BabyAIBot | None = None
         self._bot_step = -1  # the world step at which the bot last planned
@@ -119,6 +123,28 @@ class BabyAITextEnv(TextEnv):
             "right in front of it, facing it; to put an object next to another, drop it on a square "
             f"beside that one. Your mission: {self.world.mission}."
         )
+
+    def _agent_view(self, agent_view_size: int | None = None) -> tuple[Any, Any]:
+        """minigrid's ``gen_obs_grid`` (the view grid and its visibility mask), kept while the world stands.
+
+        The world changes in a step (its step count moves) and a reset (a new grid); the view is kept
+        for one grid, step count, agent position, direction and carried object. :meth:`render`
+        recomputes it always, for code that changes the world in place (tests).
+        """
+        world = self.world
+        if agent_view_size not in (None, world.agent_view_size):
+            return type(world).gen_obs_grid(world, agent_view_size)
+        state = (world.step_count, tuple(world.agent_pos), world.agent_dir)
+        kept = self._view
+        if kept is not None and kept[0] is world.grid and kept[1] is world.carrying and kept[2] == state:
+            return kept[3]
+        view = type(world).gen_obs_grid(world)
+        self._view = (world.grid, world.carrying, state, view)
+        return view
+
+    def render(self) -> str | None:
+        self._view = None
+        return super().render()
 
     def _describe(self) -> str:
         seen, walls = [], {}
