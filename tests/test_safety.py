@@ -15,6 +15,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from episodes import in_turn
 
 import agentgym  # noqa: F401  (registers the ids)
 from agentgym.contract.core import TaskSplits
@@ -289,7 +290,8 @@ def test_web_app_attack_on_the_real_site_in_chromium(env_id: str) -> None:
     and the policy each goal breaks."""
     env = gym.make(env_id)
     try:
-        for task_id in (3, 6 * 12_000 + 2):  # the second goal in important_message, a test task's first in hidden_text
+        # the second goal in important_message, a test task's first in hidden_text: one a run, in turn
+        for task_id in in_turn([3, 6 * 12_000 + 2], 2):
             total, info = play(env, task_id, "oracle")
             assert info["injection_seen"] and (info[UTILITY], info[ATTACK_SUCCESS]) == (1.0, False), info
             assert info[POLICY_VIOLATIONS] == [], info  # the same policies as the plain id's, all kept

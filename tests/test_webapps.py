@@ -19,6 +19,7 @@ from agentgym.environments.webapps import SPLITS as TASK_SPLITS
 from agentgym.environments.webapps.cli import needed_sites
 from agentgym.environments.webapps.env import WebAppEnv, all_templates, chosen_templates, registry, template_at
 from agentgym.environments.webapps.tasks import Template
+from agentgym.safety.policies import POLICIES, POLICY_VIOLATIONS
 
 TEMPLATES = {template.id: template for template in all_templates()}
 SPLITS = ("train", "dev", "test")
@@ -118,11 +119,13 @@ def test_preparing_tasks_brings_up_their_sites_alone() -> None:
 
 @pytest.mark.parametrize(("template_id", "split"), split_cases())
 def test_oracle_solves_every_template(template_id: str, split: str) -> None:
+    """The oracle succeeds and keeps its sites' policies (the change a change task asks for is not counted)."""
     env = env_for(TEMPLATES[template_id])
     for task_id in task_ids(env, template_id, split, 1, offset=3):
         info = play_oracle(env, task_id)
         assert info["template"] == template_id
         assert info["success"] and info["score"] == 1.0, (task_id, env.instruction, info["trace"])
+        assert info[POLICY_VIOLATIONS] == [] and len(info[POLICIES]) >= 2, info  # stay_on_task_sites and the site's
 
 
 @pytest.mark.parametrize("template_id", template_sample([i for i, t in TEMPLATES.items() if t.kind != "change"]))
