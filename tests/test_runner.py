@@ -75,14 +75,14 @@ class HangingEnv(CountdownEnv):
 
 class SlowFirstUseEnv(CountdownEnv):
     """Inline-safe, but its oracle's first call builds a table for a second (as Wordle's solver does); records the
-    thread every step ran on."""
+    env and the thread of every step."""
 
     metadata = {**CountdownEnv.metadata, "inline_safe": True}
     table: dict[str, float] = {}
-    step_threads: list[str] = []
+    step_threads: list[tuple[int, str]] = []
 
     def _execute(self, command: str) -> str:
-        self.step_threads.append(threading.current_thread().name)
+        self.step_threads.append((id(self), threading.current_thread().name))
         return super()._execute(command)
 
     def oracle_action(self) -> str:
@@ -154,9 +154,9 @@ def test_oracle_run_writes_complete_records(tmp_path: Path) -> None:
     assert run["policy"] == "oracle" and [item["env"] for item in run["items"]] == ["Sokoban-v0", "FrozenLake-v0"]
 
 
-def test_an_inline_safe_ids_first_episode_runs_off_the_event_loop_then_its_env_goes_inline(tmp_path: Path) -> None:
+def test_an_inline_safe_envs_first_turn_runs_off_the_event_loop_then_it_goes_inline(tmp_path: Path) -> None:
     """A first use that takes a second (imports, a solver's table) does not stop the loop that every other episode
-    and run shares; once that episode has ended, the id's env is stepped inline."""
+    and run shares; after its first turn each env is stepped inline, also when its id's episodes began together."""
     gaps: list[float] = []
 
     async def main() -> None:
@@ -170,7 +170,7 @@ def test_an_inline_safe_ids_first_episode_runs_off_the_event_loop_then_its_env_g
                 last = time.monotonic()
 
         ticker = asyncio.create_task(tick())
-        await run_eval("oracle", OraclePolicy(), [EvalItem("SlowFirstUse-v0", 3)], tmp_path, concurrency=1)
+        await run_eval("oracle", OraclePolicy(), [EvalItem("SlowFirstUse-v0", 4)], tmp_path, concurrency=2)
         done.set()
         await ticker
 
@@ -178,9 +178,12 @@ def test_an_inline_safe_ids_first_episode_runs_off_the_event_loop_then_its_env_g
     asyncio.run(main())
     assert SlowFirstUseEnv.table, "the oracle's first call ran"
     assert max(gaps) < 0.5  # the 1-second first call ran on the env's thread
-    first, later = SlowFirstUseEnv.step_threads[:3], SlowFirstUseEnv.step_threads[3:]
-    assert all(name.startswith("env-SlowFirstUse") for name in first)
-    assert later and all(name == "MainThread" for name in later)
+    threads: dict[int, list[str]] = {}
+    for env, name in SlowFirstUseEnv.step_threads:
+        threads.setdefault(env, []).append(name)
+    assert len(threads) == 2 and sum(map(len, threads.values())) == 12  # two envs at once, four episodes of 3 steps
+    for first, *later in threads.values():
+        assert first.startswith("env-SlowFirstUse") and later == ["MainThread"] * len(later)
 
 
 def test_same_command_resumes_and_other_config_is_refused(tmp_path: Path) -> None:

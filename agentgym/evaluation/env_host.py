@@ -1,9 +1,10 @@
 """Where an eval episode's env lives: made, stepped and closed inline (pure-Python envs) or on a thread of its own
 with a timeout per call; an env that raises or hangs is an :class:`EnvFailure`, and is not used again.
 
-An inline-safe id's first episode in a process still runs on a thread: its first use imports libraries and fills
+An inline-safe id's first envs in a process still start on threads: its first use imports libraries and fills
 caches (TextArena's import, Wordle's solver table: seconds each on a busy machine), which inline would stop the
-event loop, and with it every other episode and run sharing the loop; its env goes inline once that episode ends.
+event loop, and with it every other episode and run sharing the loop. Such an env is made, reset and played for one
+turn on its thread, then goes inline; an env made once a turn of its id has been played is inline from the start.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def _settle(future: asyncio.Future, result: Any, error: BaseException | None) ->
         future.set_exception(error)
 
 
-#: Ids whose first episode in this process has ended: their inline-safe envs are made and stepped inline.
+#: Ids a turn of which has been played in this process: their inline-safe envs are made and stepped inline.
 _WARM: set[str] = set()
 
 
@@ -140,8 +141,9 @@ class EnvHost:
         except Exception as error:
             raise env_failure(error) from error
 
-    def played(self) -> None:
-        """An episode on this env ended (the env is sound): its id is warm, and an inline-safe env goes inline."""
+    def warm(self) -> None:
+        """A turn on this env has been played (its first use is paid, the env is sound): its id is warm, and an
+        inline-safe env goes inline (called between calls, with none in flight)."""
         _WARM.add(self.item.env)
         if self._inline_safe and self._thread is not None:
             self._thread.stop()

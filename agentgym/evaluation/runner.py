@@ -4,8 +4,8 @@
 results folder already holds, and plays the rest with ``concurrency`` episodes at once on
 one asyncio event loop. Policies are awaited; env calls run in a thread of the env's own
 (with a timeout), except for envs whose metadata sets ``inline_safe`` (pure-Python
-puzzles whose calls take microseconds), which are called inline once the id's first episode (run on
-a thread: imports, caches) has ended. An env that raises or
+puzzles whose calls take microseconds), which are called inline once a turn of the id (its env made,
+reset and stepped once on a thread: imports, caches) has been played. An env that raises or
 times out, or a policy that fails, marks that episode ``"error"`` and the run goes on.
 
 ``backend=`` runs every env on that backend whatever its item says (the episodes, and so
@@ -263,7 +263,7 @@ class Runner:
     async def _release(self, host: EnvHost, broken: bool) -> None:
         """Give ``host`` back to its item's pool, or close it when it is ``broken``."""
         if not broken:
-            host.played()
+            host.warm()
             if not self._waiting:  # nobody to wake: no lock needed (nothing here awaits)
                 self._pools[host.item.label].append(host)
                 return
@@ -332,6 +332,10 @@ class Runner:
                 messages, reward, terminated, truncated, info = step_now(reply.action)
             else:
                 messages, reward, terminated, truncated, info = await call(partial(chat.step, reply.action))
+            if step_now is None:  # a turn played on the env's thread: an inline-safe env goes inline from the next
+                host.warm()
+                if host.inline:
+                    step_now, act_now = host.step_now, self.policy.act_now
             turn_info = info.copy()
             for key in TURN_LEAVES_OUT:
                 turn_info.pop(key, None)
