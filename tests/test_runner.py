@@ -92,6 +92,25 @@ class SlowFirstUseEnv(CountdownEnv):
         return "go"
 
 
+class LongInlineEnv(CountdownEnv):
+    """Inline-safe; an episode is 800 steps of a millisecond each."""
+
+    metadata = {**CountdownEnv.metadata, "inline_safe": True}
+
+    def _generate(self, task_id: int) -> str:
+        self.left = 800
+        return "Say go 800 times."
+
+    def _execute(self, command: str) -> str:
+        until = time.perf_counter() + 0.001
+        while time.perf_counter() < until:  # a millisecond of the env's own work
+            pass
+        self.left -= 1
+        self.terminated = self.success = self.left == 0
+        self.score = float(self.success)
+        return "Going."
+
+
 class FlakyPolicy(Policy):
     """The oracle, except that it fails on task ids ending in 5."""
 
@@ -107,7 +126,7 @@ class FlakyPolicy(Policy):
 def registered_envs() -> Iterator[None]:
     """The runner's test envs (family ``test``), registered for this module."""
     envs = [("Countdown-v0", CountdownEnv), ("Crashing-v0", CrashingEnv), ("Hanging-v0", HangingEnv)]
-    envs.append(("SlowFirstUse-v0", SlowFirstUseEnv))
+    envs += [("SlowFirstUse-v0", SlowFirstUseEnv), ("LongInline-v0", LongInlineEnv)]
     for name, env_class in envs:
         agentgym.register(
             name,
@@ -115,7 +134,7 @@ def registered_envs() -> Iterator[None]:
             family="test",
             description="runner test env",
             splits=env_class.splits,
-            max_episode_steps=10,
+            max_episode_steps=1000 if env_class is LongInlineEnv else 10,
         )
     yield
     for name, _ in envs:
@@ -184,6 +203,32 @@ def test_an_inline_safe_envs_first_turn_runs_off_the_event_loop_then_it_goes_inl
     assert len(threads) == 2 and sum(map(len, threads.values())) == 12  # two envs at once, four episodes of 3 steps
     for first, *later in threads.values():
         assert first.startswith("env-SlowFirstUse") and later == ["MainThread"] * len(later)
+
+
+def test_an_inline_episode_gives_the_event_loop_turns_while_it_plays(tmp_path: Path) -> None:
+    """An inline episode does not hold the loop to its end (0.8 s here): the loop takes up other work every few
+    milliseconds, as the replies of episodes on threads, browsers and servers need."""
+    gaps: list[float] = []
+
+    async def main() -> None:
+        done = asyncio.Event()
+
+        async def tick() -> None:
+            last = time.monotonic()
+            while not done.is_set():
+                await asyncio.sleep(0)
+                gaps.append(time.monotonic() - last)
+                last = time.monotonic()
+
+        ticker = asyncio.create_task(tick())
+        stats = await run_eval("oracle", OraclePolicy(), [EvalItem("LongInline-v0", 2)], tmp_path, concurrency=1)
+        done.set()
+        await ticker
+        assert stats.played == 2 and stats.errored == 0
+
+    asyncio.run(main())
+    assert all(record.success and record.steps == 800 for record in read_episodes(tmp_path).values())
+    assert max(gaps) < 0.2, max(gaps)
 
 
 def test_same_command_resumes_and_other_config_is_refused(tmp_path: Path) -> None:

@@ -71,6 +71,9 @@ from agentgym.wrappers.screenshots import ScreenshotRecorder
 
 #: ``EpisodeRecord.stopped`` of an episode whose prompt outgrew the model's context (:class:`PromptTooLong`).
 STOPPED_CONTEXT = "context"
+#: An episode stepped inline gives the event loop a turn after this many seconds of play (as a thread would the GIL),
+#: so that the replies of episodes on threads, browsers and servers are taken up while it plays.
+INLINE_SLICE_S = 0.005
 #: ``info`` keys a turn record leaves out: the episode record holds them once.
 REDUNDANT_INFO = ("task_id", "split", "instruction", "steps")
 #: ``info`` keys not in a turn's ``info``: the redundant ones, and those the turn holds as fields.
@@ -318,8 +321,12 @@ class Runner:
         step_now = host.step_now if host.inline else None
         act_now = self.policy.act_now if host.inline else None
         terminated = truncated = False
+        yielded = clock()
         while True:
             started = clock()
+            if step_now is not None and started - yielded > INLINE_SLICE_S:  # inline turns run without awaiting
+                await asyncio.sleep(0)
+                started = yielded = clock()
             try:
                 reply = None if act_now is None else act_now(messages, episode)
                 if reply is None:
