@@ -280,6 +280,35 @@ def test_an_element_replaced_during_the_actions_wait_is_reported_at_once(site: s
     env.close()
 
 
+def test_a_capture_chromium_refuses_once_is_taken_again(site: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chromium now and then answers a capture with "Unable to capture screenshot" and takes the same picture when
+    asked again (seen under load in a MiniWoB++ episode): the tab asks once more, without recycling. The refusal
+    is Playwright's own error raised in place of the first capture (Chromium cannot be made to refuse on demand)."""
+    from playwright.async_api import Error as PlaywrightError
+
+    from agentgym.browser.env import LiveSiteEnv
+
+    env = LiveSiteEnv(site + "/", "Greet Ada.", checker=greeted)
+    env.reset()
+    tab = env.tab
+    page_class, refusals = type(tab.page), []
+    capture = page_class.screenshot
+
+    async def refused_once(page: object, **options: object) -> bytes:
+        if not refusals:
+            refusals.append(options)
+            raise PlaywrightError("Protocol error (Page.captureScreenshot): Unable to capture screenshot")
+        return await capture(page, **options)
+
+    monkeypatch.setattr(page_class, "screenshot", refused_once)
+    try:
+        pixels = tab.screenshot()
+        assert len(refusals) == 1 and tab.recycles == 0
+        assert pixels.ndim == 3 and pixels.shape[2] == 3 and pixels.any()
+    finally:
+        env.close()
+
+
 def test_crashed_renderer_is_recycled_and_reported(site: str) -> None:
     from agentgym.browser.env import LiveSiteEnv
 

@@ -149,6 +149,8 @@ SERIALISE_JS = r"""
 """
 
 _RECYCLE_TIMEOUT_S = 10.0
+#: What Chromium answers when it refuses a capture now and then (Page.captureScreenshot's protocol error).
+REFUSED_CAPTURE = "Unable to capture screenshot"
 
 
 class BrowserPool:
@@ -438,12 +440,25 @@ class Tab:
         """The viewport as a uint8 array of shape (height, width, 3)."""
         from PIL import Image
 
-        png = self.run(lambda page: page.screenshot(type="png", timeout=self.timeout_s * 1000))
+        png = self.run(lambda page: _capture(page, self.timeout_s * 1000))
         return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.uint8)
 
     def close(self) -> None:
         """Close the context; the pool's browsers stay up for other tabs."""
         self._close_context()
+
+
+async def _capture(page: Any, timeout_ms: float) -> bytes:
+    """The page's PNG; asked again once, a quarter of a second later, when Chromium refuses the capture outright
+    ("Protocol error (Page.captureScreenshot): Unable to capture screenshot": it takes the same picture when asked
+    again; seen on a loaded machine)."""
+    try:
+        return await page.screenshot(type="png", timeout=timeout_ms)
+    except Exception as error:
+        if REFUSED_CAPTURE not in str(error):
+            raise
+    await asyncio.sleep(0.25)
+    return await page.screenshot(type="png", timeout=timeout_ms)
 
 
 @dataclass(frozen=True)
