@@ -173,9 +173,9 @@ def test_oracle_run_writes_complete_records(tmp_path: Path) -> None:
     assert run["policy"] == "oracle" and [item["env"] for item in run["items"]] == ["Sokoban-v0", "FrozenLake-v0"]
 
 
-def test_an_inline_safe_envs_first_turn_runs_off_the_event_loop_then_it_goes_inline(tmp_path: Path) -> None:
-    """A first use that takes a second (imports, a solver's table) does not stop the loop that every other episode
-    and run shares; after its first turn each env is stepped inline, also when its id's episodes began together."""
+def eval_beside_a_ticker(items: list[EvalItem], out: Path, concurrency: int, tick_s: float) -> list[float]:
+    """Run the oracle on ``items`` while a task on the same event loop ticks every ``tick_s``: the gaps between
+    its ticks (how long the loop stood still at most, and so every other episode and run sharing it)."""
     gaps: list[float] = []
 
     async def main() -> None:
@@ -184,17 +184,25 @@ def test_an_inline_safe_envs_first_turn_runs_off_the_event_loop_then_it_goes_inl
         async def tick() -> None:
             last = time.monotonic()
             while not done.is_set():
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(tick_s)
                 gaps.append(time.monotonic() - last)
                 last = time.monotonic()
 
         ticker = asyncio.create_task(tick())
-        await run_eval("oracle", OraclePolicy(), [EvalItem("SlowFirstUse-v0", 4)], tmp_path, concurrency=2)
+        stats = await run_eval("oracle", OraclePolicy(), items, out, concurrency=concurrency)
         done.set()
         await ticker
+        assert stats.played == sum(item.episodes for item in items) and stats.errored == 0
 
-    SlowFirstUseEnv.step_threads.clear()
     asyncio.run(main())
+    return gaps
+
+
+def test_an_inline_safe_envs_first_turn_runs_off_the_event_loop_then_it_goes_inline(tmp_path: Path) -> None:
+    """A first use that takes a second (imports, a solver's table) does not stop the loop that every other episode
+    and run shares; after its first turn each env is stepped inline, also when its id's episodes began together."""
+    SlowFirstUseEnv.step_threads.clear()
+    gaps = eval_beside_a_ticker([EvalItem("SlowFirstUse-v0", 4)], tmp_path, concurrency=2, tick_s=0.01)
     assert SlowFirstUseEnv.table, "the oracle's first call ran"
     assert max(gaps) < 0.5  # the 1-second first call ran on the env's thread
     threads: dict[int, list[str]] = {}
@@ -208,25 +216,7 @@ def test_an_inline_safe_envs_first_turn_runs_off_the_event_loop_then_it_goes_inl
 def test_an_inline_episode_gives_the_event_loop_turns_while_it_plays(tmp_path: Path) -> None:
     """An inline episode does not hold the loop to its end (0.8 s here): the loop takes up other work every few
     milliseconds, as the replies of episodes on threads, browsers and servers need."""
-    gaps: list[float] = []
-
-    async def main() -> None:
-        done = asyncio.Event()
-
-        async def tick() -> None:
-            last = time.monotonic()
-            while not done.is_set():
-                await asyncio.sleep(0)
-                gaps.append(time.monotonic() - last)
-                last = time.monotonic()
-
-        ticker = asyncio.create_task(tick())
-        stats = await run_eval("oracle", OraclePolicy(), [EvalItem("LongInline-v0", 2)], tmp_path, concurrency=1)
-        done.set()
-        await ticker
-        assert stats.played == 2 and stats.errored == 0
-
-    asyncio.run(main())
+    gaps = eval_beside_a_ticker([EvalItem("LongInline-v0", 2)], tmp_path, concurrency=1, tick_s=0)
     assert all(record.success and record.steps == 800 for record in read_episodes(tmp_path).values())
     assert max(gaps) < 0.2, max(gaps)
 
