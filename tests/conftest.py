@@ -169,12 +169,19 @@ def pytest_report_header() -> str:
     return f"agentgym sampling: rotation {rotation()} (AGENTGYM_TEST_ROTATION={rotation()} replays this run's sample)"
 
 
-#: Env data built once per machine and cached, minutes of work on a fresh one (the grounding screenshots:
-#: about 1,800 MiniWoB pages loaded): prepared by a background process from the session's start, so that the
-#: build overlaps the other tests instead of stalling the first test that makes the id. A test that makes one
+#: Env data built once per machine and cached, minutes of work on a fresh one (a grounding source's screenshots:
+#: MiniWoB++'s are about 1,800 pages loaded): prepared by a background process from the session's start, so that
+#: the build overlaps the other tests instead of stalling the first test that makes the id. A test that makes one
 #: of these ids meanwhile waits on the family's own build lock. Output: ``$AGENTGYM_CACHE/tests-prepare.log``.
-BACKGROUND_PREPARE = ("Grounding-v0",)
+#: The grounding source built in full is the run's one in turn (tests/episodes.py).
 _background_prepare: list[subprocess.Popen] = []
+
+
+def background_prepare() -> list[str]:
+    """The ids whose data the session's background process prepares."""
+    from episodes import grounding_sources_in_full
+
+    return [f"Grounding-{source}-v0" for source in grounding_sources_in_full()]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -183,7 +190,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist) starts the one
         CACHE.mkdir(parents=True, exist_ok=True)  # background process
         command = [sys.executable, "-m", "agentgym.cli", "prepare"]
-        for env_id in BACKGROUND_PREPARE:
+        for env_id in background_prepare():
             command += ["--env", env_id]
         with (CACHE / "tests-prepare.log").open("w") as log:
             _background_prepare.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))

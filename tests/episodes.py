@@ -44,6 +44,16 @@ def in_turn(items: list[T], stride: int) -> list[T]:
     return items[rotation() % stride :: stride]
 
 
+def grounding_sources_in_full() -> list[str]:
+    """The grounding sources whose every screenshot this run renders (the background prepare of conftest.py;
+    tests/test_grounding.py's checks of whole sources): one a run, in turn; every source under
+    :func:`sample_everything`. The others' tasks come from their shipped index, screenshots rendered on first use."""
+    from agentgym.environments.grounding.dataset import sources_config
+
+    sources = list(sources_config()["sources"])
+    return in_turn(sources, len(sources))
+
+
 def sampled(env_ids: list[str], strides: dict[str, int] = SAMPLED_FAMILIES) -> list[str]:
     """``env_ids`` with only every n-th id of the families in ``strides``, starting at the run's
     :func:`rotation`, and one id of a family in :data:`SUBSETS_OF` (its whole id or one of the others, in

@@ -29,15 +29,18 @@ ENV_IDS = [info.id for info in agentgym.list_envs()]
 #: AGENTGYM_TEST_SAMPLE=all (docs/testing.md).
 CHECKED_IDS = sampled(ENV_IDS)
 ORACLE_TASKS = 200
-#: Families (or single ids) whose episodes are slow (a JVM, a browser, a desktop) play fewer oracle
-#: tasks here (the number given) and fewer fuzz examples; their own tests and benchmarks go further.
+#: Families (or single ids) whose episodes are slow (a JVM, a browser, a desktop; a grounding task whose
+#: screenshot the run has not rendered renders its page first) play fewer oracle tasks here (the number given)
+#: and fewer fuzz examples; their own tests and benchmarks go further.
 #: Their own test files play their oracles on many more tasks (test_alfworld: every tiny game; test_babyai,
 #: test_scienceworld, test_textworld, test_desktop, test_miniwob, test_webapps: per level, task type or template;
-#: test_swe and benchmarks/swe.py: each episode runs a real repository's tests).
+#: test_grounding: 300 tasks of a whole source; test_swe and benchmarks/swe.py: each episode runs a real
+#: repository's tests).
 SLOW: dict[str, int] = {
     "alfworld": 4,
     "babyai": 20,
     "desktop": 4,
+    "grounding": 20,
     "miniwob": 10,
     "scienceworld": 10,
     "swe": 2,
