@@ -39,6 +39,8 @@ from agentgym.environments.webapps.site import (
 
 PACKAGE = Path(__file__).parent
 SERVER = PACKAGE / "server"
+#: Products the search index takes per batch: more than the catalogue holds, so one batch (see build_golden).
+INDEX_BATCH = 100_000
 
 
 def _files_digest(*paths: Path) -> str:
@@ -139,7 +141,10 @@ class ShopSite(Site):
         data.write_text(json.dumps(content))
         self._django("shop_seed", str(data))
         data.unlink()
-        self._django("rebuild_index", "--noinput", "-v", "0")
+        # The catalogue in one batch: one Whoosh segment, one commit. In batches of haystack's default 1,000 each
+        # document of a later batch is first looked for in the segments before it (the same results and scores,
+        # a quarter more time for the 2,800 products).
+        self._django("rebuild_index", "--noinput", "-v", "0", "--batch-size", str(INDEX_BATCH))
         with self.postgres.connect("shop_golden") as connection:
             connection.execute("VACUUM ANALYZE")
 
