@@ -177,7 +177,7 @@ def pytest_report_header() -> str:
 _background_prepare: list[subprocess.Popen] = []
 
 
-def background_prepare() -> list[str]:
+def background_prepare_ids() -> list[str]:
     """The ids whose data the session's background process prepares."""
     from episodes import grounding_sources_in_full
 
@@ -190,7 +190,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist) starts the one
         CACHE.mkdir(parents=True, exist_ok=True)  # background process
         command = [sys.executable, "-m", "agentgym.cli", "prepare"]
-        for env_id in background_prepare():
+        for env_id in background_prepare_ids():
             command += ["--env", env_id]
         with (CACHE / "tests-prepare.log").open("w") as log:
             _background_prepare.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
