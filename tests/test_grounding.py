@@ -511,7 +511,7 @@ def test_build_workers_come_from_the_environment_or_the_cores(monkeypatch) -> No
 #: menu's popup, else the active window (where GTK's notebook answers nothing for a point on a tab's page, the
 #: tab's page that holds the point).
 HIT_TEST = """
-import json, sys
+import json, sys, time
 import gi
 gi.require_version("Atspi", "2.0")
 from gi.repository import Atspi
@@ -537,8 +537,17 @@ def open_menu(node):
     return found
 
 
+Atspi.set_timeout(10_000, 15_000)  # calls wait 10 s: a loaded machine answers slower than the default allows
 desktop = Atspi.get_desktop(0)
-windows = [window for app in children(desktop) for window in children(app) if window.get_state_set().contains(SHOWING)]
+deadline = time.monotonic() + 20
+while True:  # under load a window can be missing from the registry for a moment (CI saw none)
+    apps = children(desktop)
+    windows = [window for app in apps for window in children(app) if window.get_state_set().contains(SHOWING)]
+    if windows:
+        break
+    if time.monotonic() > deadline:
+        sys.exit(f"no showing window in 20 s; apps: {[(app.get_name(), app.get_child_count()) for app in apps]}")
+    time.sleep(0.2)
 menus = [menu for menu in map(open_menu, windows) if menu]
 active = [window for window in windows if window.get_state_set().contains(ACTIVE)]
 root = menus[-1] if menus else (active or windows)[-1]
