@@ -102,6 +102,8 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             server.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
             server.headers_seen.append(dict(self.headers))
         time.sleep(server.delay_s)
+        with server.lock:  # done before the answer leaves: a client that has it may send its next request at once
+            server.in_flight -= 1
         if status == 200:
             body = {
                 "choices": [{"index": 0, "message": server.message, "finish_reason": "stop"}],
@@ -115,8 +117,6 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        with server.lock:
-            server.in_flight -= 1
 
     def log_message(self, *args: object) -> None:
         pass
