@@ -131,8 +131,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``-n N``'s default distribution (tests handed out one by one, in collection order), except that the
     tests of :data:`RAY_TEST_MODULES` are one unit of work, given to one worker where the first of them is
     collected, so that a single local Ray cluster is started for the run. Not first, as xdist would place the
-    largest unit: on a new machine the first minutes share the CPUs with the images' and screenshots' background
-    builds, and the Ray tests, waiting on their node processes, took 261 s there against 64 s warm."""
+    largest unit: a new machine's first minutes share the CPUs with the background builds (docs/testing.md)."""
     if config.getvalue("dist") != "load":
         return None  # the user chose a distribution with --dist
     from xdist.scheduler import LoadScopeScheduling
