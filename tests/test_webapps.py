@@ -128,6 +128,18 @@ def test_oracle_solves_every_template(template_id: str, split: str) -> None:
         assert info[POLICY_VIOLATIONS] == [] and len(info[POLICIES]) >= 2, info  # stay_on_task_sites and the site's
 
 
+def test_the_mail_sites_ready_check_holds_on_its_framed_settings_forms() -> None:
+    """Each action waits (up to ``READY_WAIT_S``) for the site's ready check. Roundcube's settings forms in their
+    frame send no request, so ``rcmail.busy`` is never set there: the check must hold once such a page has loaded,
+    as it does on the mail list once the list has come."""
+    env = env_for(TEMPLATES["mail/filter"])
+    env.reset(options={"task_id": task_ids(env, "mail/filter", "test", 1)[0]})
+    ready_js = env.site("mail").ready_js
+    assert env.tab.run(lambda page: page.evaluate(ready_js))
+    env.step(env.oracle_action())  # the oracle opens the filter form, framed
+    assert "_framed=1" in env.url and env.tab.run(lambda page: page.evaluate(ready_js))
+
+
 @pytest.mark.parametrize("template_id", template_sample([i for i, t in TEMPLATES.items() if t.kind != "change"]))
 def test_a_wrong_answer_or_page_fails(template_id: str) -> None:
     """An info task answered wrongly, a navigation task ended on its start page: both fail (a change

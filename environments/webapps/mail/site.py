@@ -76,8 +76,10 @@ class MailSite(Site):
         "dovecot-sieve",
         "dovecot-managesieved",
     )
-    #: Roundcube fills its lists by script after the page loads; ``rcmail.busy`` holds while a request runs.
-    ready_js: ClassVar[str] = "() => !window.rcmail || rcmail.busy === false"
+    #: Roundcube fills its lists by script after the page loads: ``rcmail.loaded`` once its init has run (which
+    #: starts a list's request), ``rcmail.busy`` while a request runs. A page that sends none (a settings form in
+    #: its frame) never sets ``busy``: it is ready once loaded.
+    ready_js: ClassVar[str] = "() => !window.rcmail || (rcmail.loaded === true && !rcmail.busy)"
     #: PHP's built-in server workers (each serves one request at a time).
     php_workers: ClassVar[int] = 8
 
