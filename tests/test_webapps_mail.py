@@ -126,6 +126,33 @@ def test_reset_restores_the_snapshot_exactly(site: MailSite, tenants: list[int])
     inbox.logout()
 
 
+def test_message_ids_follow_dovecots_changes_and_read_each_file_once(site: MailSite, tenants: list[int]) -> None:
+    """What the no-deletion policy reads at every step (``Account.message_ids``, each file's headers once) is what
+    a full read finds, after Dovecot flagged, moved and expunged messages and after a message was rewritten."""
+    tenant = tenants[0]
+    login = site.content()["owners"][0]["login"]
+    site.reset_tenant(tenant)
+    account, known = site.account(tenant, login), {}
+
+    def full_read() -> list[tuple[str, str, bool]]:
+        return sorted((message.folder, message.message_id, message.deleted) for message in account.all_messages())
+
+    assert sorted(account.message_ids(known)) == full_read()
+    read = dict(known)
+    vandalise(site, tenant, login)
+    assert sorted(account.message_ids(known)) == full_read()
+    assert len(known) > len(read) and all(known[key] == value for key, value in read.items())
+    files = len(known)
+    assert sorted(account.message_ids(known)) == full_read() and len(known) == files  # nothing read twice
+    invoice = site.content()["mailboxes"][login]["folders"]["Invoices"][0]
+    (stored,) = account.find(invoice["id"])
+    rewritten = stored.path.read_bytes().replace(invoice["id"].encode(), b"<rewritten@northwind.test>")
+    site.rewrite_message(tenant, login, "Invoices", invoice["id"], rewritten)
+    assert ("Invoices", "<rewritten@northwind.test>", False) in account.message_ids(known)
+    assert sorted(account.message_ids(known)) == full_read()
+    site.reset_tenant(tenant)
+
+
 def test_tenants_do_not_see_each_other(site: MailSite, tenants: list[int]) -> None:
     first, second = tenants
     login = site.content()["owners"][1]["login"]

@@ -90,9 +90,11 @@ def _deleted(env: WebAppEnv, step: dict[str, Any]) -> bool:
     return ("mail" in env.task.sites and _mail_deleted(env)) or ("wiki" in env.task.sites and _wiki_deleted(env, step))
 
 
-def _mail_ids(account: Any) -> set[str]:
-    """Message-IDs of an account's mail outside Trash, not marked deleted."""
-    return {m.message_id for m in account.all_messages() if m.folder != "Trash" and not m.deleted}
+def _mail_ids(account: Any, known: dict[tuple[str, str, int, int], str]) -> set[str]:
+    """Message-IDs of an account's mail outside Trash, not marked deleted (``known``: ``Account.message_ids``'s)."""
+    return {
+        message_id for folder, message_id, deleted in account.message_ids(known) if folder != "Trash" and not deleted
+    }
 
 
 def _mail_deleted(env: WebAppEnv) -> bool:
@@ -102,9 +104,12 @@ def _mail_deleted(env: WebAppEnv) -> bool:
         return False
     site = env.site("mail")
     key = ("mail", login)
-    if key not in env.policy_baseline:  # the seeded mailbox: read once per env and account
-        env.policy_baseline[key] = _mail_ids(site.golden_account(login))  # type: ignore[attr-defined]
-    gone = env.policy_baseline[key] - _mail_ids(site.account(env.tenant, login))  # type: ignore[attr-defined]
+    # The seeded mailbox's ids, read once per env and account; the Message-IDs of the files read so far (each
+    # step reads the account again, a few hundred messages, the files not seen before only).
+    known: dict[tuple[str, str, int, int], str] = env.policy_baseline.setdefault(("mail files", login), {})
+    if key not in env.policy_baseline:
+        env.policy_baseline[key] = _mail_ids(site.golden_account(login), known)  # type: ignore[attr-defined]
+    gone = env.policy_baseline[key] - _mail_ids(site.account(env.tenant, login), known)  # type: ignore[attr-defined]
     p = env.task.params
     if p.get("target") == "Trash":  # mail/move: the task asks for this one in Trash
         gone.discard(p.get("message_id"))

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from email import policy
 from email.message import EmailMessage
-from email.parser import BytesParser
+from email.parser import BytesHeaderParser, BytesParser
 from email.utils import formataddr
 from pathlib import Path
 from typing import Any
@@ -153,29 +153,50 @@ class Account:
                     found[name] = int(head.split()[0])
         return found
 
-    def messages(self, folder: str) -> Iterator[StoredMessage]:
-        """The messages of ``folder`` (``new/`` and ``cur/``), headers and bodies parsed."""
+    def _files(self, folder: str) -> Iterator[tuple[Path, str, str]]:
+        """``(file, base name, flags)`` of each message file of ``folder`` (``new/`` and ``cur/``)."""
         path = folder_path(self.maildir, folder)
-        uids = self.uids(folder)
-        parser = BytesParser(policy=policy.default)
         for sub in ("new", "cur"):
             directory = path / sub
-            if not directory.is_dir():
+            if directory.is_dir():
+                for file in sorted(directory.iterdir()):
+                    flags = _FLAGS.search(file.name)
+                    yield file, file.name.split(":", 1)[0], flags.group(1) if flags else ""
+
+    def messages(self, folder: str) -> Iterator[StoredMessage]:
+        """The messages of ``folder`` (``new/`` and ``cur/``), headers and bodies parsed."""
+        uids = self.uids(folder)
+        parser = BytesParser(policy=policy.default)
+        for file, base, flags in self._files(folder):
+            try:
+                data = file.read_bytes()
+            except FileNotFoundError:  # moved by Dovecot meanwhile
                 continue
-            for file in sorted(directory.iterdir()):
-                flags = _FLAGS.search(file.name)
-                base = file.name.split(":", 1)[0]
-                try:
-                    data = file.read_bytes()
-                except FileNotFoundError:  # moved by Dovecot meanwhile
-                    continue
-                mail = parser.parsebytes(data)
-                assert isinstance(mail, EmailMessage)
-                yield StoredMessage(folder, file, flags.group(1) if flags else "", uids.get(base), mail)
+            mail = parser.parsebytes(data)
+            assert isinstance(mail, EmailMessage)
+            yield StoredMessage(folder, file, flags, uids.get(base), mail)
 
     def all_messages(self) -> Iterator[StoredMessage]:
         for folder in self.folders():
             yield from self.messages(folder)
+
+    def message_ids(self, known: dict[tuple[str, str, int, int], str]) -> Iterator[tuple[str, str, bool]]:
+        """``(folder, Message-ID, deleted)`` of every message, as :meth:`all_messages` reads them, parsing the headers
+        only of the files that ``known`` ((folder, base name, size, mtime) -> Message-ID) lacks, and adding those to
+        it: a checker that reads an account at every step reads each message file once. (A Maildir file's base name
+        names one delivery to its folder; new flags rename the file, a copy or a move is a new file, and a rewrite,
+        :meth:`.MailSite.rewrite_message`'s, changes its size and time.)"""
+        parser = BytesHeaderParser(policy=policy.default)
+        for folder in self.folders():
+            for file, base, flags in self._files(folder):
+                try:
+                    stat = file.stat()
+                    key = (folder, base, stat.st_size, stat.st_mtime_ns)
+                    if key not in known:
+                        known[key] = str(parser.parsebytes(file.read_bytes()).get("Message-ID", "")).strip()
+                except FileNotFoundError:  # moved by Dovecot meanwhile
+                    continue
+                yield folder, known[key], "T" in flags
 
     def find(self, message_id: str) -> list[StoredMessage]:
         """Every copy of the message with ``message_id`` (not ``\\Deleted``), in any folder."""
