@@ -4,6 +4,7 @@ limits and usage accounting."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -112,11 +113,12 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         else:
             body = {"error": {"message": f"scripted {status}", "type": "test", "code": status}}
         data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client past its timeout has gone
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
     def log_message(self, *args: object) -> None:
         pass
