@@ -208,7 +208,8 @@ class WebAppEnv(PolicyEnv, BrowserEnv):
         self._requests = RequestsInFlight()
         #: The pages off the task's sites that the episode opened or asked for (``stay_on_task_sites``).
         self.left_sites: list[str] = []
-        #: The seeded state the policies' checks compare with, read once (:mod:`.policies`).
+        #: What the policies' checks keep between steps (:mod:`.policies`): the seeded state they compare with, read
+        #: once, and the mail headers they have read (each message file's once).
         self.policy_baseline: dict[Any, Any] = {}
 
     # ---- tasks --------------------------------------------------------------------------
