@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -120,6 +125,68 @@ def test_two_processes_generating_the_same_game_make_one_whole_game(tmp_path: Pa
     info, _ = play_oracle(env, 9)
     assert info["success"]
     env.close()
+
+
+def game_digests(folder: Path) -> dict[str, str]:
+    return json.loads((folder / "manifest.json").read_text())["sha256"]
+
+
+def test_a_generator_serves_the_next_game_and_games_do_not_depend_on_the_ones_before(tmp_path: Path) -> None:
+    games.GENERATORS.close()
+    alone = game_digests(ensure_game(SMALL, 6, "train", tmp_path / "alone"))
+    (pid,) = games.GENERATORS.idle_pids()
+    ensure_game(SMALL, 7, "train", tmp_path / "after")
+    after = game_digests(ensure_game(SMALL, 6, "train", tmp_path / "after"))
+    assert games.GENERATORS.idle_pids() == [pid]  # the same child made the three games
+    assert after == alone
+
+
+def test_a_generator_that_died_or_ran_out_of_time_is_replaced(tmp_path: Path) -> None:
+    games.GENERATORS.close()
+    ensure_game(SMALL, 6, "train", tmp_path)
+    (pid,) = games.GENERATORS.idle_pids()
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(games.GenerationError, match=r"took over 0\.01 s"):
+        ensure_game(SMALL, 7, "train", tmp_path, timeout=0.01)  # the dead child is skipped; the new one is too slow
+    assert games.GENERATORS.idle_pids() == []  # the slow child was killed, not kept
+    assert is_complete(ensure_game(SMALL, 7, "train", tmp_path))
+
+
+def test_a_generator_waits_for_the_next_game_only_so_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    games.GENERATORS.close()
+    monkeypatch.setattr(games, "GENERATOR_IDLE_S", 0.5)
+    ensure_game(SMALL, 6, "train", tmp_path)
+    (pid,) = games.GENERATORS.idle_pids()
+    deadline = time.monotonic() + 10
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running(pid) and games.GENERATORS.idle_pids() == []
+
+
+def test_a_generator_exits_with_the_process_that_started_it(tmp_path: Path) -> None:
+    script = (
+        "import os, sys; from agentgym.environments.textworld import games; "
+        f"games.ensure_game(games.GameSpec('custom', {SMALL.settings!r}), 6, 'train', sys.argv[1]); "
+        "print(*games.GENERATORS.idle_pids(), flush=True); os._exit(0)"
+    )
+    (pid,) = map(
+        int,
+        subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, check=True
+        ).stdout.split(),
+    )
+    deadline = time.monotonic() + 10
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running(pid)
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs (neither gone nor a zombie that its new parent has not reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
 
 
 def test_first_observation_is_clean_and_holds_the_objective(pregenerated: None) -> None:

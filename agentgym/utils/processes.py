@@ -8,6 +8,8 @@ import ctypes
 import os
 import signal
 import sys
+import threading
+import time
 from collections.abc import Collection
 
 #: The environment variable a parent sets to its pid for :func:`exit_with_parent` (the child checks it once).
@@ -35,6 +37,20 @@ def exit_with_parent() -> None:
     expected = os.environ.get(PARENT_PID_VARIABLE)
     if expected is not None and os.getppid() != int(expected):  # the parent died before prctl took effect
         os._exit(1)
+
+
+def exit_with_parent_process(poll_s: float = 0.5) -> None:
+    """In a child process that outlives the thread that started it (a pooled helper, which :func:`exit_with_parent`
+    would kill with that thread): exit as soon as the parent named by :func:`parent_environment` is gone, checked
+    every ``poll_s`` seconds by a daemon thread, busy or not."""
+    expected = int(os.environ.get(PARENT_PID_VARIABLE, os.getppid()))
+
+    def watch() -> None:
+        while os.getppid() == expected:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def descendants(pid: int) -> list[int]:

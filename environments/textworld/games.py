@@ -7,10 +7,14 @@ TextWorld's game description (``game.json``), generating it first if the cache l
 Generation runs in a child Python process (:func:`generate_into_cache`) with
 ``PYTHONHASHSEED=0``: TextWorld's generators iterate over sets, so a game depends on the
 hash seed; fixing it makes task N the same game on every machine. The child also bounds
-generation by a timeout and keeps the generator's memory out of the env's process. A game
-whose walkthrough does not win once compiled (TextWorld sometimes gives two objects names
-its parser cannot tell apart, such as "safe" and "American style safe") is dropped, and
-the task draws the next seed.
+generation by a timeout and keeps the generator's memory out of the env's process. It
+serves one job after another: done, it waits for the next (at most :data:`IDLEGENERATORS`
+per process, for :data:`GENERATOR_IDLE_S`), so that the next game skips its start (importing
+TextWorld and parsing its knowledge base: about 5 of the 7 s a cooking game took in a new
+child on a loaded 2-core machine, 2 s in a waiting one). A game does not depend on the games
+its child made before. A game whose walkthrough does not win once compiled (TextWorld
+sometimes gives two objects names its parser cannot tell apart, such as "safe" and
+"American style safe") is dropped, and the task draws the next seed.
 
 Cache layout: ``CACHE_ROOT/textworld-<version>/<spec key>/task-<id>/`` with ``game.z8``,
 ``game.json`` and ``manifest.json`` (the files' SHA-256, written last). A task folder is
@@ -23,14 +27,20 @@ interrupted copy, a disk error) is regenerated.
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import functools
 import hashlib
 import json
 import os
+import selectors
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
@@ -38,7 +48,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentgym.utils.files import file_lock
-from agentgym.utils.processes import exit_with_parent, parent_environment
+from agentgym.utils.processes import exit_with_parent_process, parent_environment
 
 #: The cache folder when neither the ``cache_dir`` kwarg nor ``$AGENTGYM_TEXTWORLD_CACHE`` is set.
 DEFAULT_CACHE = Path("~/.cache/agentgym/textworld")
@@ -48,6 +58,12 @@ GENERATOR_REVISION = 1
 #: Draws of a generator seed per task before giving up (TextWorld's samplers sometimes fail).
 MAX_ATTEMPTS = 20
 GAME_FILES = ("game.z8", "game.json")
+#: Generator children that wait for another job once theirs is done, per process (more run at once when asked),
+#: each about 90 MB: one serves an env that generates game after game; envs on threads that generate at once
+#: start children of their own.
+IDLEGENERATORS = 1
+#: Seconds a generator child waits for another job before it is closed.
+GENERATOR_IDLE_S = 60.0
 
 Generator = Literal["cooking", "custom"]
 #: The task splits of agentgym and the food splits of TextWorld's cooking generator.
@@ -136,6 +152,10 @@ class GenerationError(RuntimeError):
     """TextWorld could not generate or compile a game."""
 
 
+class GeneratorExited(GenerationError):
+    """The generator child exited before it answered."""
+
+
 def ensure_game(
     spec: GameSpec, task_id: int, split: str, cache_dir: str | os.PathLike | None = None, timeout: float = 600
 ) -> Path:
@@ -154,16 +174,150 @@ def run_generator(
     cache_dir: str | os.PathLike | None = None,
     timeout: float = 600,
 ) -> None:
-    """Generate ``tasks`` (``(task_id, split)`` pairs) into the cache in a child process."""
+    """Generate ``tasks`` (``(task_id, split)`` pairs) into the cache in a child process (a waiting one, else a new
+    one); calls on several threads run in as many children."""
     job = {"spec": asdict(spec), "tasks": list(tasks), "cache_dir": str(cache_root(cache_dir).parent)}
-    command = [sys.executable, "-m", __name__, json.dumps(job)]
-    environment = {**os.environ, "PYTHONHASHSEED": "0", **parent_environment()}
-    try:
-        result = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise GenerationError(f"TextWorld generation of {len(job['tasks'])} game(s) took over {timeout:g} s") from None
-    if result.returncode != 0:
-        raise GenerationError(f"TextWorld generation failed:\n{result.stderr[-4000:]}")
+    child = GENERATORS.take()
+    while True:
+        try:
+            child.run(job, timeout)
+            break
+        except GeneratorExited:
+            child.close()
+            if not child.served:  # a new child died: say so (a waiting one may have been killed meanwhile)
+                raise
+            child = GeneratorChild()
+        except BaseException:
+            child.close()
+            raise
+    GENERATORS.give_back(child)
+
+
+class GeneratorChild:
+    """A child process (``python -m agentgym.environments.textworld.games``) that generates one job after another:
+    a job is a JSON line on its stdin; its answer, a JSON line on its stdout, names the error, if any. What the child
+    prints itself (TextWorld, Inform) goes to a log file, whose end a failure reports."""
+
+    def __init__(self) -> None:
+        descriptor, self.log_path = tempfile.mkstemp(prefix="agentgym-textworld-", suffix=".log")
+        environment = {**os.environ, "PYTHONHASHSEED": "0", **parent_environment()}
+        with os.fdopen(descriptor, "wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", __name__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=environment,
+            )
+        self.served = 0  # jobs done
+
+    def run(self, job: dict[str, Any], timeout: float) -> None:
+        """Have the child generate ``job``; raises :class:`GenerationError` when it fails or takes over ``timeout``
+        seconds, :class:`GeneratorExited` when it dies first (the child is then of no further use: close it)."""
+        log_start = os.path.getsize(self.log_path)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            self.process.stdin.write((json.dumps(job) + "\n").encode())
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pass  # the child is gone: reading its answer says so
+        answer, deadline = b"", time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            while not answer.endswith(b"\n"):
+                if not selector.select(max(0.0, deadline - time.monotonic())):
+                    games = len(job["tasks"])
+                    raise GenerationError(f"TextWorld generation of {games} game(s) took over {timeout:g} s")
+                chunk = os.read(self.process.stdout.fileno(), 65536)
+                if not chunk:
+                    code = self.process.wait()
+                    raise GeneratorExited(f"the TextWorld generator exited ({code}):\n{self.log_since(log_start)}")
+                answer += chunk
+        self.served += 1
+        error = json.loads(answer)["error"]
+        if error is not None:
+            raise GenerationError(f"TextWorld generation failed:\n{error[-4000:]}\n{self.log_since(log_start)}")
+
+    def log_since(self, offset: int) -> str:
+        """The end of what the child printed since ``offset`` in its log."""
+        with open(self.log_path, "rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace")[-4000:]
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        """Kill the child (between jobs it only waits for the next one) and remove its log."""
+        self.process.kill()
+        self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(OSError):
+                pipe.close()  # type: ignore[union-attr]
+        Path(self.log_path).unlink(missing_ok=True)
+
+
+class GeneratorPool:
+    """The generator children waiting for a job: at most :data:`IDLEGENERATORS`, each closed after
+    :data:`GENERATOR_IDLE_S` without one, and when this process exits."""
+
+    def __init__(self) -> None:
+        self._forget()
+        atexit.register(self.close)
+        os.register_at_fork(after_in_child=self._forget)  # a forked process starts its own children
+
+    def _forget(self) -> None:
+        self._idle: list[tuple[float, GeneratorChild]] = []  # (since when, child)
+        self._changed = threading.Condition()
+        self._reaper: threading.Thread | None = None
+
+    def take(self) -> GeneratorChild:
+        with self._changed:
+            while self._idle:
+                _, child = self._idle.pop()
+                if child.alive():
+                    return child
+                child.close()
+        return GeneratorChild()
+
+    def give_back(self, child: GeneratorChild) -> None:
+        with self._changed:
+            if child.alive() and len(self._idle) < IDLEGENERATORS:
+                self._idle.append((time.monotonic(), child))
+                if self._reaper is None:
+                    self._reaper = threading.Thread(target=self._close_idle, name="textworld-generators", daemon=True)
+                    self._reaper.start()
+                self._changed.notify()
+                return
+        child.close()
+
+    def idle_pids(self) -> list[int]:
+        """The process ids of the children waiting for a job."""
+        with self._changed:
+            return [child.process.pid for _, child in self._idle]
+
+    def _close_idle(self) -> None:
+        """The reaper thread: closes each child that waited :data:`GENERATOR_IDLE_S`."""
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                expired = [child for since, child in self._idle if now - since >= GENERATOR_IDLE_S]
+                self._idle = [(since, child) for since, child in self._idle if now - since < GENERATOR_IDLE_S]
+                next_expiry = min((since + GENERATOR_IDLE_S for since, _ in self._idle), default=None)
+                if not expired:
+                    self._changed.wait(None if next_expiry is None else next_expiry - now)
+            for child in expired:
+                child.close()
+
+    def close(self) -> None:
+        with self._changed:
+            idle, self._idle = self._idle, []
+        for _, child in idle:
+            child.close()
+
+
+#: This process's generator children that wait for a job.
+GENERATORS = GeneratorPool()
 
 
 def generate_into_cache(spec: GameSpec, tasks: Iterable[tuple[int, str]], cache_dir: str | os.PathLike) -> None:
@@ -266,13 +420,25 @@ def _make(spec: GameSpec, seed: int, split: str, options: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The child process of :func:`run_generator`: one JSON job on the command line (it dies with its parent)."""
-    exit_with_parent()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("job", help='JSON: {"spec": {...}, "tasks": [[task_id, split], ...], "cache_dir": PATH}')
-    job = json.loads(parser.parse_args(argv).job)
-    spec = GameSpec(job["spec"]["generator"], job["spec"]["settings"])
-    generate_into_cache(spec, [(int(task_id), str(split)) for task_id, split in job["tasks"]], job["cache_dir"])
+    """The child process of :class:`GeneratorChild`: a JSON job a line on stdin, each answered by a line on stdout,
+    until stdin ends (it exits with its parent)."""
+    argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog='stdin: a job a line, {"spec": {...}, "tasks": [[task_id, split], ...], "cache_dir": PATH}',
+    ).parse_args(argv)
+    exit_with_parent_process()
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # what TextWorld or Inform prints is not an answer
+    for line in sys.stdin:
+        job = json.loads(line)
+        spec = GameSpec(job["spec"]["generator"], job["spec"]["settings"])
+        try:
+            generate_into_cache(spec, [(int(task_id), str(split)) for task_id, split in job["tasks"]], job["cache_dir"])
+            error = None
+        except Exception:
+            error = traceback.format_exc()
+        answers.write(json.dumps({"error": error}) + "\n")
+        answers.flush()
     return 0
 
 
