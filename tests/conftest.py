@@ -178,6 +178,8 @@ def pytest_report_header() -> str:
 #: of these ids meanwhile waits on the family's own build lock. Output: ``$AGENTGYM_CACHE/tests-prepare.log``.
 #: The grounding source built in full is the run's one in turn (tests/episodes.py).
 _background_prepare: list[subprocess.Popen] = []
+#: Set for the processes a test session starts: a pytest session among them is nested in this one.
+NESTED_SESSION = "AGENTGYM_TESTS_SESSION"
 
 
 def background_prepare_ids() -> list[str]:
@@ -190,8 +192,12 @@ def background_prepare_ids() -> list[str]:
 def pytest_sessionstart(session: pytest.Session) -> None:
     from images import CACHE, CORE_BUILD
 
-    if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist) starts the one
-        CACHE.mkdir(parents=True, exist_ok=True)  # background process
+    # The controller (or a run without xdist) starts the one background process; a session that a test runs inside
+    # this one (the side venvs' cases: tests/test_verl.py, ...) inherits NESTED_SESSION and starts none, so the
+    # outer session's process and its log are the only ones.
+    if not hasattr(session.config, "workerinput") and NESTED_SESSION not in os.environ:
+        os.environ[NESTED_SESSION] = "1"
+        CACHE.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, "-m", "agentgym.cli", "prepare"]
         for env_id in background_prepare_ids():
             command += ["--env", env_id]
