@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -161,6 +162,9 @@ def test_a_generator_waits_for_the_next_game_only_so_long(tmp_path: Path, monkey
     while running(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not running(pid) and games.GENERATORS.idle_pids() == []
+    while "textworld-generators" in {thread.name for thread in threading.enumerate()} and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "textworld-generators" not in {thread.name for thread in threading.enumerate()}  # its reaper ended too
 
 
 def test_a_generator_exits_with_the_process_that_started_it(tmp_path: Path) -> None:

@@ -199,7 +199,11 @@ class GeneratorChild:
     prints itself (TextWorld, Inform) goes to a log file, whose end a failure reports."""
 
     def __init__(self) -> None:
-        descriptor, self.log_path = tempfile.mkstemp(prefix="agentgym-textworld-", suffix=".log")
+        descriptor, path = tempfile.mkstemp(prefix="agentgym-textworld-", suffix=".log")
+        # Read through a descriptor of its own; the name goes now, the file with the last descriptor (none is left
+        # behind, even when this process is killed).
+        self._log = os.open(path, os.O_RDONLY)
+        os.unlink(path)
         environment = {**os.environ, "PYTHONHASHSEED": "0", **parent_environment()}
         with os.fdopen(descriptor, "wb") as log:
             self.process = subprocess.Popen(
@@ -214,7 +218,7 @@ class GeneratorChild:
     def run(self, job: dict[str, Any], timeout: float) -> None:
         """Have the child generate ``job``; raises :class:`GenerationError` when it fails or takes over ``timeout``
         seconds, :class:`GeneratorExited` when it dies first (the child is then of no further use: close it)."""
-        log_start = os.path.getsize(self.log_path)
+        log_start = os.fstat(self._log).st_size
         assert self.process.stdin is not None and self.process.stdout is not None
         try:
             self.process.stdin.write((json.dumps(job) + "\n").encode())
@@ -240,21 +244,21 @@ class GeneratorChild:
 
     def log_since(self, offset: int) -> str:
         """The end of what the child printed since ``offset`` in its log."""
-        with open(self.log_path, "rb") as log:
-            log.seek(offset)
-            return log.read().decode(errors="replace")[-4000:]
+        size = os.fstat(self._log).st_size
+        start = max(offset, size - 16000)
+        return os.pread(self._log, size - start, start).decode(errors="replace")[-4000:]
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
     def close(self) -> None:
-        """Kill the child (between jobs it only waits for the next one) and remove its log."""
+        """Kill the child (between jobs it only waits for the next one) and close its log."""
         self.process.kill()
         self.process.wait()
         for pipe in (self.process.stdin, self.process.stdout):
             with contextlib.suppress(OSError):
                 pipe.close()  # type: ignore[union-attr]
-        Path(self.log_path).unlink(missing_ok=True)
+        os.close(self._log)
 
 
 class GeneratorPool:
@@ -297,15 +301,17 @@ class GeneratorPool:
             return [child.process.pid for _, child in self._idle]
 
     def _close_idle(self) -> None:
-        """The reaper thread: closes each child that waited :data:`GENERATOR_IDLE_S`."""
+        """The reaper thread: closes each child that waited :data:`GENERATOR_IDLE_S`; it ends when none waits."""
         while True:
             with self._changed:
                 now = time.monotonic()
                 expired = [child for since, child in self._idle if now - since >= GENERATOR_IDLE_S]
                 self._idle = [(since, child) for since, child in self._idle if now - since < GENERATOR_IDLE_S]
-                next_expiry = min((since + GENERATOR_IDLE_S for since, _ in self._idle), default=None)
                 if not expired:
-                    self._changed.wait(None if next_expiry is None else next_expiry - now)
+                    if not self._idle:
+                        self._reaper = None
+                        return
+                    self._changed.wait(min(since for since, _ in self._idle) + GENERATOR_IDLE_S - now)
             for child in expired:
                 child.close()
 
