@@ -153,6 +153,15 @@ def test_a_generator_that_died_or_ran_out_of_time_is_replaced(tmp_path: Path) ->
     assert is_complete(ensure_game(SMALL, 7, "train", tmp_path))
 
 
+def test_a_server_with_no_textworld_env_open_keeps_no_generator(tmp_path: Path) -> None:
+    games.GENERATORS.close()
+    env = TextWorldEnv("custom", SMALL.settings, cache_dir=tmp_path)
+    env.reset(options={"task_id": 6})
+    (pid,) = games.GENERATORS.idle_pids()  # it waits while the env is open
+    env.close()
+    assert games.GENERATORS.idle_pids() == [] and not running(pid)
+
+
 def test_a_generator_waits_for_the_next_game_only_so_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     games.GENERATORS.close()
     monkeypatch.setattr(games, "GENERATOR_IDLE_S", 0.5)

@@ -54,7 +54,7 @@ from typing import Any
 
 from agentgym.contract.core import InvalidAction, TaskSplits, TextEnv
 from agentgym.environments.textworld import SPLITS
-from agentgym.environments.textworld.games import GameSpec, Generator, ensure_game
+from agentgym.environments.textworld.games import GENERATORS, GameSpec, Generator, ensure_game
 
 CUSTOM_SYNTAX = (
     "Reply with one game command, e.g. 'Action: go north'. Commands: look, inventory, "
@@ -123,6 +123,8 @@ class TextWorldEnv(TextEnv):
         self._text = ""
         self._walkthrough: list[str] = []
         self._walkthrough_next = 0  # index of the next walkthrough command; -1 once left
+        GENERATORS.env_opened()
+        self._holds_generators = True
 
     @property
     def action_syntax(self) -> str:
@@ -235,4 +237,7 @@ class TextWorldEnv(TextEnv):
     def close(self) -> None:
         """Stop the interpreter and free its memory (also safe to call twice)."""
         self._close_game()
+        if self._holds_generators:
+            self._holds_generators = False
+            GENERATORS.env_closed()
         super().close()

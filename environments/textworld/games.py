@@ -274,6 +274,21 @@ class GeneratorPool:
         self._idle: list[tuple[float, GeneratorChild]] = []  # (since when, child)
         self._changed = threading.Condition()
         self._reaper: threading.Thread | None = None
+        self._envs = 0  # TextWorld envs open in this process
+
+    def env_opened(self) -> None:
+        """A TextWorld env opened: the children wait for its games (see :meth:`env_closed`)."""
+        with self._changed:
+            self._envs += 1
+
+    def env_closed(self) -> None:
+        """A TextWorld env closed; with the last one, the waiting children are closed (a server with no session
+        keeps no generator)."""
+        with self._changed:
+            self._envs = max(0, self._envs - 1)
+            last = self._envs == 0
+        if last:
+            self.close()
 
     def take(self) -> GeneratorChild:
         with self._changed:
