@@ -20,6 +20,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from processes import alive
 
 import agentgym
 from agentgym.environments.textworld import SPLITS, games
@@ -159,7 +160,7 @@ def test_a_server_with_no_textworld_env_open_keeps_no_generator(tmp_path: Path) 
     env.reset(options={"task_id": 6})
     (pid,) = games.GENERATORS.idle_pids()  # it waits while the env is open
     env.close()
-    assert games.GENERATORS.idle_pids() == [] and not running(pid)
+    assert games.GENERATORS.idle_pids() == [] and not alive(pid)
 
 
 def test_a_generator_waits_for_the_next_game_only_so_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -168,9 +169,9 @@ def test_a_generator_waits_for_the_next_game_only_so_long(tmp_path: Path, monkey
     ensure_game(SMALL, 6, "train", tmp_path)
     (pid,) = games.GENERATORS.idle_pids()
     deadline = time.monotonic() + 10
-    while running(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not running(pid) and games.GENERATORS.idle_pids() == []
+    assert not alive(pid) and games.GENERATORS.idle_pids() == []
     while "textworld-generators" in {thread.name for thread in threading.enumerate()} and time.monotonic() < deadline:
         time.sleep(0.1)
     assert "textworld-generators" not in {thread.name for thread in threading.enumerate()}  # its reaper ended too
@@ -189,17 +190,9 @@ def test_a_generator_exits_with_the_process_that_started_it(tmp_path: Path) -> N
         ).stdout.split(),
     )
     deadline = time.monotonic() + 10
-    while running(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not running(pid)
-
-
-def running(pid: int) -> bool:
-    """Whether process ``pid`` runs (neither gone nor a zombie that its new parent has not reaped yet)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
+    assert not alive(pid)
 
 
 def test_first_observation_is_clean_and_holds_the_objective(pregenerated: None) -> None:

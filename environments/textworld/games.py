@@ -8,7 +8,7 @@ Generation runs in a child Python process (:func:`generate_into_cache`) with
 ``PYTHONHASHSEED=0``: TextWorld's generators iterate over sets, so a game depends on the
 hash seed; fixing it makes task N the same game on every machine. The child also bounds
 generation by a timeout and keeps the generator's memory out of the env's process. It
-serves one job after another: done, it waits for the next (at most :data:`IDLEGENERATORS`
+serves one job after another: done, it waits for the next (at most :data:`IDLE_GENERATORS`
 per process, for :data:`GENERATOR_IDLE_S`), so that the next game skips its start (importing
 TextWorld and parsing its knowledge base: about 5 of the 7 s a cooking game took in a new
 child on a loaded 2-core machine, 2 s in a waiting one). A game does not depend on the games
@@ -61,7 +61,7 @@ GAME_FILES = ("game.z8", "game.json")
 #: Generator children that wait for another job once theirs is done, per process (more run at once when asked),
 #: each about 90 MB: one serves an env that generates game after game; envs on threads that generate at once
 #: start children of their own.
-IDLEGENERATORS = 1
+IDLE_GENERATORS = 1
 #: Seconds a generator child waits for another job before it is closed.
 GENERATOR_IDLE_S = 60.0
 
@@ -262,7 +262,7 @@ class GeneratorChild:
 
 
 class GeneratorPool:
-    """The generator children waiting for a job: at most :data:`IDLEGENERATORS`, each closed after
+    """The generator children waiting for a job: at most :data:`IDLE_GENERATORS`, each closed after
     :data:`GENERATOR_IDLE_S` without one, and when this process exits."""
 
     def __init__(self) -> None:
@@ -301,7 +301,7 @@ class GeneratorPool:
 
     def give_back(self, child: GeneratorChild) -> None:
         with self._changed:
-            if child.alive() and len(self._idle) < IDLEGENERATORS:
+            if child.alive() and len(self._idle) < IDLE_GENERATORS:
                 self._idle.append((time.monotonic(), child))
                 if self._reaper is None:
                     self._reaper = threading.Thread(target=self._close_idle, name="textworld-generators", daemon=True)
