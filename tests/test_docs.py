@@ -33,6 +33,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from agentgym import cli
 from agentgym.evaluation.suites import parse_suite
@@ -226,7 +228,7 @@ def check_agentgym(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
 
 
 REPOSITORY_FILE = re.compile(
-    r"^(?:\./)?(?:agentgym|benchmarks|containers|environments|tests|docs)/[\w./-]+\.(?:py|sh|yaml|yml|json|toml)$"
+    r"^(?:\./)?(?:agentgym|benchmarks|containers|environments|tests|docs)/[\w./-]+\.(?:py|sh|yaml|yml|json|toml|txt)$"
 )
 
 
@@ -254,7 +256,8 @@ def check_command(words: list[str], capsys: pytest.CaptureFixture[str]) -> None:
             assert (ROOT / script).is_file(), f"{script} is not in the repository"
     elif name == "bash":
         assert (ROOT / args[0]).is_file(), f"{args[0]} is not in the repository"
-    elif name == "pip":
+    elif name == "pip" or (name == "uv" and args[:1] == ["pip"]):
+        args = args[1:] if name == "uv" else args
         assert args[0] == "install", f"pip {args[0]}"
         extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
         for word in args[1:]:
@@ -284,6 +287,8 @@ def test_the_command_checker_catches_mistakes(capsys: pytest.CaptureFixture[str]
         "python benchmarks/no_such_benchmark.py",
         "bash containers/no-such-script.sh",
         ".venv/bin/pip install -e '.[no-such-extra]'",
+        ".venv/bin/uv pip install -c tests/no-such-constraints.txt -e '.[all]'",
+        ".venv/bin/uv sync",
         "agentgym train agentgym/train/configs/no-such-config.yaml",
         "wget http://example.com",
     ]
@@ -310,6 +315,26 @@ def test_ci_runs_the_readmes_test_command() -> None:
     script = (ROOT / ".ci" / "run").read_text().splitlines()
     ci = [line for line in script if line and not line.startswith(("#", "set ", "cd "))]
     assert ci == [readme_commands[1]]
+
+
+def test_every_requirement_the_test_command_installs_is_pinned() -> None:
+    """``tests/constraints.txt`` pins every requirement of the extras the README's test command installs (but torch,
+    installed before them), so that uv installs the versions pip resolved; a new one needs the file rewritten."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras, wanted, names = project["optional-dependencies"], ["all", "test"], set()
+    requirements = [Requirement(text) for text in project["dependencies"]]
+    while wanted:
+        for requirement in map(Requirement, extras[wanted.pop()]):
+            if requirement.name == "agentgym":
+                wanted.extend(requirement.extras)
+            else:
+                requirements.append(requirement)
+    for requirement in requirements:
+        if requirement.marker is None or requirement.marker.evaluate():
+            names.add(canonicalize_name(requirement.name))
+    lines = (ROOT / "tests" / "constraints.txt").read_text().splitlines()
+    pinned = {canonicalize_name(line.split("==")[0]) for line in lines if "==" in line and not line.startswith("#")}
+    assert names - pinned == {"torch"}, "run tests/update_constraints.sh"
 
 
 def test_the_readmes_links_resolve() -> None:
