@@ -16,6 +16,6 @@ python3 -m venv "$venv"
 {
   echo "# The tests' venv, as pip resolved it on $(date -u +%F) (tests/update_constraints.sh writes this file;"
   echo "# torch is the CPU build the test command installs first). The README's test command installs under it."
-  "$venv/bin/pip" freeze --exclude-editable --disable-pip-version-check | grep -v -i '^torch=='
+  "$venv/bin/pip" freeze --all --exclude-editable --disable-pip-version-check | grep -v -i -E '^(torch|pip)=='
 } > tests/constraints.txt
 echo "tests/constraints.txt: $(grep -c '==' tests/constraints.txt) packages pinned"
