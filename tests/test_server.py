@@ -328,6 +328,42 @@ def test_random_action_draws_like_the_local_env(url: str) -> None:
     remote.close()
 
 
+def test_remote_envs_make_their_tls_context_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """httpx reads the CA bundle for every client it makes (about 50 ms of CPU); RemoteEnvs share one context per
+    CA setting, the one httpx would make ($SSL_CERT_FILE, else certifi's bundle)."""
+    import ssl
+
+    import certifi
+
+    from agentgym.serving import client
+
+    server = ServerProcess(["FrozenLake-v0"])
+    made: list[dict[str, Any]] = []
+    create = ssl.create_default_context
+
+    def counted(**kwargs: Any) -> ssl.SSLContext:
+        made.append(kwargs)
+        return create(**kwargs)
+
+    monkeypatch.setattr(client.ssl, "create_default_context", counted)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    client._tls_context.cache_clear()
+    try:
+        for _ in range(3):
+            with RemoteEnv(server.url, "FrozenLake-v0") as env:
+                env.reset(seed=0)
+        assert made == [{"cafile": certifi.where()}]
+        monkeypatch.setenv("SSL_CERT_FILE", certifi.where())
+        for _ in range(2):
+            with RemoteEnv(server.url, "FrozenLake-v0") as env:
+                env.reset(seed=0)
+        assert len(made) == 2 and client.tls_context() is not client._tls_context(None, None)
+    finally:
+        client._tls_context.cache_clear()
+        server.stop()
+
+
 def test_200_concurrent_sessions_on_one_server() -> None:
     """200 threads, each with a RemoteEnv and a local twin playing the same oracle episode."""
     server = ServerProcess(["FrozenLake-v0"], max_sessions=256)

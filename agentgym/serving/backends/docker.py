@@ -63,7 +63,7 @@ from typing import Any
 from agentgym.contract.registry import env_info
 from agentgym.sandbox import UNPRIVILEGED_GID, UNPRIVILEGED_UID
 from agentgym.serving.auth import API_KEYS_ENV
-from agentgym.serving.client import RemoteEnv, open_remote_env
+from agentgym.serving.client import RemoteEnv, open_remote_env, tls_context
 
 #: The image of every family without its own in :data:`FAMILY_IMAGES`.
 DEFAULT_IMAGE = "agentgym/core:latest"
@@ -237,7 +237,7 @@ class EnvContainer:
 
         deadline = time.monotonic() + timeout_s
         next_check = time.monotonic() + 0.5
-        transport = httpx.HTTPTransport(uds=self.uds)
+        transport = httpx.HTTPTransport(uds=self.uds, verify=tls_context())
         with httpx.Client(transport=transport, base_url=self.url, timeout=timeout_s, trust_env=False) as client:
             while True:
                 if os.path.exists(self.uds):
