@@ -339,10 +339,11 @@ def test_remote_envs_make_their_tls_context_once(monkeypatch: pytest.MonkeyPatch
 
     server = ServerProcess(["FrozenLake-v0"])
     made: list[dict[str, Any]] = []
-    create = ssl.create_default_context
+    create, this_thread = ssl.create_default_context, threading.current_thread()
 
     def counted(**kwargs: Any) -> ssl.SSLContext:
-        made.append(kwargs)
+        if threading.current_thread() is this_thread:  # not another test's leftover thread
+            made.append(kwargs)
         return create(**kwargs)
 
     monkeypatch.setattr(client.ssl, "create_default_context", counted)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from agentgym.serving.auth import API_KEYS_ENV
-from agentgym.serving.client import RemoteEnv, open_remote_env
+from agentgym.serving.client import RemoteEnv, open_remote_env, tls_context
 
 #: How long a server subprocess may take to start answering ``/health``.
 STARTUP_TIMEOUT_S = 60.0
@@ -111,7 +111,7 @@ class ServerProcess:
         import httpx
 
         try:
-            httpx.get(f"{self.url}/health", timeout=timeout_s).raise_for_status()
+            httpx.get(f"{self.url}/health", timeout=timeout_s, verify=tls_context()).raise_for_status()
         except httpx.HTTPError as error:
             try:
                 code = self.process.wait(timeout=1.0)
