@@ -25,9 +25,9 @@ from typing import Any
 
 from recording import record
 
+from agentgym.browser.page import CHROMIUM
 from agentgym.evaluation.leaderboard import write_html
 
-CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -262,7 +262,7 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--chromium", default="/usr/bin/chromium-headless-shell")
     parser.add_argument("--chromium-args", default="[]", help="JSON list of extra Chromium flags")
     parser.add_argument("--miniwob-url", required=True, help="file:// URL of miniwob's html/miniwob/ folder")
     parser.add_argument("--variant", choices=sorted(VARIANTS), default="default")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepare this machine for agentgym's whole test suite (the README's test command runs it first):
 #
-#   1. Debian packages the families and tests need, installed when missing: chromium (browser envs,
+#   1. Debian packages the families and tests need, installed when missing: Chromium's headless shell (browser envs,
 #      the leaderboard page's test), bubblewrap (the code sandbox), docker.io (the docker backend),
 #      debootstrap (the offline base image), Java 17 (ScienceWorld), Xvfb, a window manager, xdotool
 #      and the desktop apps (Desktop-v0), and python3-venv when python3 can neither pip nor make a venv;
@@ -72,7 +72,7 @@ as_root() {
 # ---- 1. packages ----------------------------------------------------------------------
 # Commands the families and tests run, and the Debian package of each.
 declare -A PACKAGE_OF=(
-    [chromium]=chromium                 # browser envs (MiniWoB++, WebShop-Browser), the leaderboard page's test
+    [chromium-headless-shell]=chromium-headless-shell  # browser envs (MiniWoB++, WebShop-Browser, web apps), the leaderboard page's test
     [bwrap]=bubblewrap                  # the code sandbox
     [docker]=docker.io [dockerd]=docker.io
     [debootstrap]=debootstrap           # the offline base image

@@ -14,8 +14,6 @@ import pytest
 from processes import alive
 from ray_cluster import RAY_NODE, RAY_TEST_MODULES, ray_processes, start_ray_node
 
-CHROMIUM = "/usr/bin/chromium"
-
 #: One thread for each pytest worker's math libraries (torch's OpenMP pool), as ``-n 2`` gives each worker one of two
 #: cores. A pool sized for the machine spins for cores that the other worker and the browsers hold: a tiny model's
 #: GRPO test took 118 s instead of 24 beside two busy processes. Every process a test starts inherits it; a value
@@ -53,22 +51,15 @@ def tiny_tool_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's headless Chromium driven by Playwright (its own browser download does not work offline)."""
+    """The headless Chromium agentgym's browser envs launch, driven by Playwright with their flags (Playwright's own
+    browser download does not work offline)."""
+    from agentgym.browser.page import CHROMIUM, LAUNCH_ARGS  # here: numpy after the thread settings above
+
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium-headless-shell)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is missing (pip install playwright)")
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-            ],
-        )
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         yield browser
         browser.close()
 

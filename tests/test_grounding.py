@@ -25,6 +25,7 @@ import pytest
 from episodes import grounding_sources_in_full
 
 import agentgym
+from agentgym.browser.page import CHROMIUM
 from agentgym.contract.core import SPLIT_NAMES
 from agentgym.environments.grounding import dataset, similarity
 from agentgym.environments.grounding.describe import Element, describe, in_direction, pick
@@ -440,8 +441,13 @@ def test_cached_boxes_are_the_pages_own(every_source, source_name: str) -> None:
             assert (task["instruction"][len("Click ") : -1], tuple(task["box"])) in live
         cached = dataset.screen_of(data, tasks_by_page[page_key][0])
         # The same page, but two renders may differ in a few pixels (a dialog's close button: 6 of 480,000
-        # in one of 426 screenshots of a second build here); the boxes above are the test.
-        assert (cached != page.pixels).any(axis=2).sum() <= 100
+        # in one of 426 screenshots of a second build here); the boxes above are the test. Chromium's other build
+        # (agentgym.browser.page.CHROMIUM_BUILDS) lays out the same boxes but smooths glyph edges otherwise.
+        differing = (cached != page.pixels).any(axis=2).sum()
+        assert differing <= 100, (
+            f"{differing} pixels differ: was {data.folder} rendered by another Chromium build than {CHROMIUM}? "
+            "(delete the folder to render it again)"
+        )
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import agentgym
+from agentgym.browser.page import CHROMIUM
 
-pytestmark = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="needs Chromium (apt-get install chromium-headless-shell)"
+)
 pytest.importorskip("miniwob")
 
 from agentgym.environments.miniwob import TASK_TIME_LIMITS_MS  # noqa: E402

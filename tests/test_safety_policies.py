@@ -18,6 +18,7 @@ import gymnasium as gym
 import pytest
 
 import agentgym  # noqa: F401  (registers the ids)
+from agentgym.browser.page import CHROMIUM
 from agentgym.environments.webapps import policies as webapp_policies
 from agentgym.evaluation.leaderboard import collect, format_markdown
 from agentgym.evaluation.records import episode_from_json, to_json
@@ -34,7 +35,9 @@ from agentgym.safety.policies import (
     policies_text,
 )
 
-needs_chromium = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
+needs_chromium = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="needs Chromium (apt-get install chromium-headless-shell)"
+)
 
 
 def oracle_episode(env: gym.Env, task_id: int) -> dict:

@@ -31,6 +31,7 @@ from gymnasium.utils.env_checker import check_env
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
 import agentgym
+from agentgym.browser.page import CHROMIUM
 from agentgym.contract.core import InvalidAction, TaskSplits, TextEnv, UnicodeText
 from agentgym.serving import server as server_module
 from agentgym.serving.backends.process import ServerProcess
@@ -868,8 +869,8 @@ def test_a_websocket_remote_env_recovers_after_its_env_crashed(url: str) -> None
 
 
 @pytest.mark.skipif(
-    not sys.platform.startswith("linux") or os.geteuid() != 0 or not Path("/usr/bin/chromium").exists(),
-    reason="thread priorities as root on Linux, with Debian's chromium",
+    not sys.platform.startswith("linux") or os.geteuid() != 0 or not Path(CHROMIUM).exists(),
+    reason="thread priorities as root on Linux, with Debian's Chromium",
 )
 def test_env_work_runs_below_the_servers_own_priority() -> None:
     """``agentgym serve`` runs at its own priority, threads and all; the processes its envs start (here Chromium,

@@ -24,6 +24,7 @@ from episodes import in_turn
 from gymnasium.vector.utils import create_shared_memory, read_from_shared_memory, write_to_shared_memory
 
 import agentgym
+from agentgym.browser.page import CHROMIUM
 from agentgym.contract.core import UnicodeText, observation_text
 from agentgym.contract.vector import SharedTextBatch
 from agentgym.sandbox import available
@@ -33,7 +34,7 @@ DESKTOP_TOOLS = ("Xvfb", "openbox", "xdotool", "wmctrl", "xterm", "mousepad", "p
 
 def _missing(family: str) -> str | None:
     """Why a family's system components are missing here (as its own tests skip), or None."""
-    if family in ("miniwob", "webshop-browser") and not Path("/usr/bin/chromium").exists():
+    if family in ("miniwob", "webshop-browser") and not Path(CHROMIUM).exists():
         return "needs Debian's chromium"
     if family == "desktop" and [tool for tool in DESKTOP_TOOLS if shutil.which(tool) is None]:
         return "missing desktop programs (containers/setup-host.sh)"

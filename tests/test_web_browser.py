@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from agentgym.browser import page
 from agentgym.browser.commands import Command, parse_command
-from agentgym.browser.page import BrowserError, BrowserPool, Tab
+from agentgym.browser.page import CHROMIUM, BrowserError, BrowserPool, Tab
 
-pytestmark = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="needs Chromium (apt-get install chromium-headless-shell)"
+)
 
 FORM = b"""<!doctype html><html><body>
 <h1>Greeting</h1>
@@ -380,6 +383,21 @@ def test_tabs(site: str) -> None:
     plain.reset()
     assert "unknown command 'new_tab'" in plain.step("new_tab()")[0]["text"]
     plain.close()
+
+
+def test_the_default_chromium_is_the_configured_one_else_the_first_build_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shell, full = tmp_path / "chromium-headless-shell", tmp_path / "chromium"
+    monkeypatch.setattr(page, "CHROMIUM_BUILDS", (str(shell), str(full)))
+    monkeypatch.delenv("AGENTGYM_CHROMIUM", raising=False)
+    assert page.default_chromium() == str(full)  # none installed: the launch error names the last
+    full.touch()
+    assert page.default_chromium() == str(full)
+    shell.touch()
+    assert page.default_chromium() == str(shell)
+    monkeypatch.setenv("AGENTGYM_CHROMIUM", "/opt/chrome/chrome")
+    assert page.default_chromium() == "/opt/chrome/chrome"
 
 
 def test_the_pool_closes_browsers_left_idle_and_stops_counting_given_up_contexts() -> None:

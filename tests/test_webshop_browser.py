@@ -8,8 +8,11 @@ import gymnasium as gym
 import pytest
 
 import agentgym  # noqa: F401  (registers the ids)
+from agentgym.browser.page import CHROMIUM
 
-pytestmark = pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="needs Chromium (apt-get install chromium-headless-shell)"
+)
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@
 
 One :class:`BrowserPool` per Python process (:meth:`BrowserPool.shared`) runs async
 Playwright on a background event-loop thread and keeps a few headless Chromium processes
-(Debian's ``/usr/bin/chromium``, or ``$AGENTGYM_CHROMIUM``), each holding many browser
-contexts. An environment holds one :class:`Tab` (a context with one page) for its whole life
+(:data:`CHROMIUM`: Debian's headless shell, else its full browser, or ``$AGENTGYM_CHROMIUM``), each holding
+many browser contexts. An environment holds one :class:`Tab` (a context with one page) for its whole life
 and reuses it across episodes, so ``reset`` costs a script call, not a browser start.
 
 Every operation on a tab runs under a hard timeout (Playwright's own, plus a watchdog on the
@@ -37,8 +37,28 @@ from agentgym.browser.commands import Command, ElementError, first_line
 
 T = TypeVar("T")
 
-CHROMIUM = os.environ.get("AGENTGYM_CHROMIUM", "/usr/bin/chromium")
+#: Debian's Chromium builds, the first one installed being the default: the headless shell
+#: (``apt-get install chromium-headless-shell``; what Playwright itself runs headless: Chromium without the desktop
+#: browser's layers, about half the CPU a page load and screenshot takes in the full one), then the full browser.
+CHROMIUM_BUILDS = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")
+
+
+def default_chromium() -> str:
+    """The Chromium executable the browser envs launch: ``$AGENTGYM_CHROMIUM``, else the first of
+    :data:`CHROMIUM_BUILDS` installed (the last one when none is, so that the launch error names it)."""
+    configured = os.environ.get("AGENTGYM_CHROMIUM", "").strip()
+    if configured:
+        return configured
+    return next((path for path in CHROMIUM_BUILDS if os.path.exists(path)), CHROMIUM_BUILDS[-1])
+
+
+CHROMIUM = default_chromium()
+#: Flags of every launch. ``--font-render-hinting=none``: text is laid out at its fractional widths, as the full
+#: browser lays it out headless (the headless shell otherwise rounds each glyph's advance, which moves boxes by
+#: up to a pixel a word), so that either build gives the same boxes (the grounding family's task indexes check
+#: them within a pixel) and the same layout.
 LAUNCH_ARGS = [
+    "--font-render-hinting=none",
     "--no-sandbox",
     "--disable-gpu",
     "--disable-dev-shm-usage",

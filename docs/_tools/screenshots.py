@@ -2,7 +2,7 @@
 
 Run from the repository root: ``.venv/bin/python docs/_tools/screenshots.py``. It builds the site
 with ``mkdocs build --strict`` into a temporary folder, serves it on a free loopback port and takes
-the screenshots with Playwright on Debian's Chromium (``$AGENTGYM_CHROMIUM`` or /usr/bin/chromium).
+the screenshots with Playwright on the Chromium agentgym's browser envs launch (``agentgym.browser.page.CHROMIUM``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import http.server
-import os
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,8 @@ import threading
 from pathlib import Path
 
 from playwright.async_api import async_playwright
+
+from agentgym.browser.page import CHROMIUM
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "docs" / "images"
@@ -33,8 +34,7 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 async def take(base_url: str) -> None:
     async with async_playwright() as playwright:
-        executable = os.environ.get("AGENTGYM_CHROMIUM", "/usr/bin/chromium")
-        browser = await playwright.chromium.launch(executable_path=executable)
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM)
         page = await browser.new_page(viewport=VIEWPORT)
         for path, anchor, name in SHOTS:
             await page.goto(base_url + path)

@@ -94,7 +94,7 @@ FAMILY_OPTIONS: dict[str, dict[str, Any]] = {
 #: Custom resource -> programs, any one of which gives a node that resource (see :func:`local_resources`).
 RESOURCE_PROGRAMS: dict[str, tuple[str, ...]] = {
     "java": ("java",),
-    "browser": ("chromium", "chromium-browser", "google-chrome"),
+    "browser": ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome"),
     "desktop": ("Xvfb",),
     "bwrap": ("bwrap",),
 }
