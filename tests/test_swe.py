@@ -9,21 +9,27 @@ unpatched verdicts per repository, recorded in benchmarks/results/swe.json).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import http.server
 import json
 import random
 import subprocess
+import threading
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import agentgym
 from agentgym.environments import swe
+from agentgym.environments.swe import repositories as repository_module
 from agentgym.environments.swe.bench import SWEBenchDataMissing, SWEBenchEnv
 from agentgym.environments.swe.checkout import Checkout
 from agentgym.environments.swe.env import SWEEnv, steady_output
 from agentgym.environments.swe.mutations import KINDS, candidates
-from agentgym.environments.swe.repositories import prepare_repository, repositories
+from agentgym.environments.swe.repositories import download_sdist, prepare_repository, repositories
 from agentgym.environments.swe.tasks import all_tasks, counts, ordered
 
 #: The repositories whose tasks this file plays (small, fast suites).
@@ -133,6 +139,71 @@ def test_preparing_one_task_builds_its_repository_alone(covered: dict[str, objec
     assert agentgym.prepare_env("SWE-v0", report=lines.append, task_ids=[task_id])
     ready = [line.split(":")[0] for line in lines if ": ready (" in line]
     assert ready == [ordered("edit")[task_id].repository], lines
+
+
+@contextlib.contextmanager
+def simple_index(files: dict[str, bytes], sha256: dict[str, str]) -> Iterator[str]:
+    """A package index on loopback answering PEP 691's JSON for one project (``/inflection/``) and serving ``files``."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            if self.path == "/simple/inflection/":
+                listing = [
+                    {"filename": name, "url": f"../../files/{name}", "hashes": {"sha256": sha256[name]}}
+                    for name in files
+                ]
+                body, kind = (
+                    json.dumps({"meta": {"api-version": "1.0"}, "files": listing}).encode(),
+                    "application/vnd.pypi.simple.v1+json",
+                )
+            elif self.path.startswith("/files/") and self.path[len("/files/") :] in files:
+                body, kind = files[self.path[len("/files/") :]], "application/octet-stream"
+            else:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    finally:
+        server.shutdown()
+
+
+def test_an_sdist_comes_from_the_index_checked_against_its_sha256(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pinned sdist is fetched from the index's JSON listing (no pip, which would build its metadata); a file
+    whose bytes do not match the listed sha256 is not kept, and pip is asked instead."""
+    repository = repositories()["inflection"]
+    name, archive = f"inflection-{repository.version}.tar.gz", b"the sdist's bytes"
+    other = {
+        "inflection-0.0.1.tar.gz": b"another version",
+        f"inflection-{repository.version}-py3-none-any.whl": b"a wheel",
+    }
+    files = {**other, name: archive}
+    pip_calls: list[tuple[str, ...]] = []
+    monkeypatch.setattr(repository_module, "_pip", lambda *arguments: pip_calls.append(arguments))
+    with simple_index(files, {file: hashlib.sha256(data).hexdigest() for file, data in files.items()}) as index:
+        monkeypatch.setenv("PIP_INDEX_URL", index)
+        downloaded = download_sdist(repository, tmp_path / "good")
+        assert downloaded == tmp_path / "good" / name and downloaded.read_bytes() == archive and pip_calls == []
+        assert download_sdist(repository, tmp_path / "good") == downloaded  # found, not fetched again
+    with simple_index(files, {file: "0" * 64 for file in files}) as index, pytest.raises(StopIteration):
+        monkeypatch.setenv("PIP_INDEX_URL", index)
+        download_sdist(repository, tmp_path / "tampered")  # the recorded pip call downloads nothing
+    assert pip_calls == [
+        ("download", "--no-deps", "--no-binary", "inflection", "-d", str(tmp_path / "tampered"), repository.requirement)
+    ]
+    assert list((tmp_path / "tampered").iterdir()) == []
 
 
 @pytest.mark.parametrize("task_id", sample_task_ids("edit", 2))
