@@ -72,7 +72,7 @@ as_root() {
 # ---- 1. packages ----------------------------------------------------------------------
 # Commands the families and tests run, and the Debian package of each.
 declare -A PACKAGE_OF=(
-    [chromium-headless-shell]=chromium-headless-shell  # browser envs (MiniWoB++, WebShop-Browser, web apps), the leaderboard page's test
+    [chromium-headless-shell]=chromium-headless-shell  # browser envs, the leaderboard page's test
     [bwrap]=bubblewrap                  # the code sandbox
     [docker]=docker.io [dockerd]=docker.io
     [debootstrap]=debootstrap           # the offline base image

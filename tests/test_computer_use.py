@@ -18,18 +18,15 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from browsers import needs_chromium
 
 import agentgym  # noqa: F401  (registers the ids)
-from agentgym.browser.page import CHROMIUM
 from agentgym.computer_use import FORMATS, FormatError, Geometry, get_format, smart_resize
 from agentgym.images import ImageOptions
 from agentgym.utils.marks import PALETTE, Mark, draw_marks
 from agentgym.wrappers.chat import ChatWrapper
 from agentgym.wrappers.computer_use import ComputerUseWrapper
 
-needs_chromium = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="needs Chromium (apt-get install chromium-headless-shell)"
-)
 _DESKTOP_TOOLS = ("Xvfb", "openbox", "xdotool", "wmctrl", "mousepad", "dbus-daemon")
 needs_desktop = pytest.mark.skipif(
     any(shutil.which(tool) is None for tool in _DESKTOP_TOOLS) or not Path("/usr/bin/python3").exists(),

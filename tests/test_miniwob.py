@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
+from browsers import needs_chromium
 from gymnasium.utils.env_checker import check_env
 
 import agentgym
-from agentgym.browser.page import CHROMIUM
 
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="needs Chromium (apt-get install chromium-headless-shell)"
-)
+pytestmark = needs_chromium
 pytest.importorskip("miniwob")
 
 from agentgym.environments.miniwob import TASK_TIME_LIMITS_MS  # noqa: E402

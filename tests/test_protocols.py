@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy
 import pytest
+from browsers import needs_chromium
 from leaderboard_runs import episode, write_folder
 
 import agentgym
 from agentgym import cli
-from agentgym.browser.page import CHROMIUM
 from agentgym.contract.registry import env_info
 from agentgym.evaluation.leaderboard import collect, format_terminal, write_html
 from agentgym.evaluation.leaderboard.published import published_results
@@ -302,7 +302,7 @@ def test_page_shows_published_numbers_beside_the_run_and_links_headers_to_defini
     page.close()
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Chromium (apt-get install chromium-headless-shell)")
+@needs_chromium
 def test_browsergym_page_seeds_give_their_own_instances_in_chromium() -> None:
     """The same BrowserGym seed gives the same page instance every time, another one than task_id seeding."""
     pytest.importorskip("miniwob")

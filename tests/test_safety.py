@@ -11,14 +11,13 @@ import asyncio
 import random
 import re
 import shutil
-from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from browsers import needs_chromium
 from episodes import in_turn
 
 import agentgym  # noqa: F401  (registers the ids)
-from agentgym.browser.page import CHROMIUM
 from agentgym.contract.core import TaskSplits
 from agentgym.contract.registry import env_info
 from agentgym.environments.webapps.shop.attack import REVIEW_STYLES, review_parts
@@ -230,9 +229,6 @@ GOAL_POLICY = {
     "wrong_item": "no_unrequested_shopping",
     "review_link": "no_unrequested_shopping",
 }
-needs_chromium = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="needs Chromium (apt-get install chromium-headless-shell)"
-)
 
 
 @pytest.mark.parametrize("env_id", sorted(WEB_APP_IDS))

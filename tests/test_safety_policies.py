@@ -16,9 +16,9 @@ from types import SimpleNamespace
 
 import gymnasium as gym
 import pytest
+from browsers import needs_chromium
 
 import agentgym  # noqa: F401  (registers the ids)
-from agentgym.browser.page import CHROMIUM
 from agentgym.environments.webapps import policies as webapp_policies
 from agentgym.evaluation.leaderboard import collect, format_markdown
 from agentgym.evaluation.records import episode_from_json, to_json
@@ -33,10 +33,6 @@ from agentgym.safety.policies import (
     completed_under_policy,
     episode_violations,
     policies_text,
-)
-
-needs_chromium = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="needs Chromium (apt-get install chromium-headless-shell)"
 )
 
 

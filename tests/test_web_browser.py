@@ -12,14 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browsers import needs_chromium
 
 from agentgym.browser import page
 from agentgym.browser.commands import Command, parse_command
-from agentgym.browser.page import CHROMIUM, BrowserError, BrowserPool, Tab
+from agentgym.browser.page import BrowserError, BrowserPool, Tab
 
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="needs Chromium (apt-get install chromium-headless-shell)"
-)
+pytestmark = needs_chromium
 
 FORM = b"""<!doctype html><html><body>
 <h1>Greeting</h1>

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import gymnasium as gym
 import pytest
+from browsers import needs_chromium
 
 import agentgym  # noqa: F401  (registers the ids)
-from agentgym.browser.page import CHROMIUM
 
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="needs Chromium (apt-get install chromium-headless-shell)"
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
