@@ -35,7 +35,10 @@
 #   PYTHON      host Python that runs pip          (default python3; a venv is made when it has no pip)
 #   EXTRAS      the agentgym extras whose dependencies go into the wheelhouse (default server)
 #   REQUIREMENTS requirement files (paths relative to the checkout, space-separated) whose packages also
-#               go into the wheelhouse, each resolved on its own (for venvs of their own in the image)
+#               go into the wheelhouse, each resolved on its own (for venvs of their own in the image): with
+#               `pip wheel` when PYTHON is the image's Python version on the same machine (a package without a
+#               wheel is built here; the result is then checked offline against the image's exact version),
+#               else downloaded as binary wheels only
 #   BUILD_ARGS  more `docker build` options, space-separated (e.g. --build-arg NAME=VALUE)
 #   IMAGE       with one GROUP: the image to build (default $PREFIX/<GROUP>:$TAG)
 #   DOCKERFILE  with one GROUP: its Dockerfile, relative to the checkout (default containers/<GROUP>/Dockerfile)
@@ -189,20 +192,25 @@ if [ "$(cat "$wheels/.deps-stamp" 2>/dev/null || true)" != "$deps_stamp" ]; then
     "${download[@]}" "$agentgym_wheel[$EXTRAS]" pip >&2
     host="$("$PYTHON" -c 'import platform, sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}", platform.machine())')"
     for requirements in "${REQUIREMENTS[@]}"; do
-        log "downloading the packages of $requirements"
-        if ! "${download[@]}" -r "$REPO/$requirements" >/dev/null 2>&1; then
-            # Some package has no wheel (an sdist only): build the wheels here, which fits the image only
-            # when this Python is the image's version on the same machine.
-            [ "$host" = "$py_version $py_machine" ] \
-                || fail "$requirements needs a package built from source, and $PYTHON ($host) is not the image's Python" \
-                    "($py_version $py_machine): run with PYTHON=python$py_version"
-            log "some package of $requirements has no wheel: building its wheels with $PYTHON"
+        if [ "$host" = "$py_version $py_machine" ]; then
+            # This Python is the image's version on the same machine: one resolution, `pip wheel`, fetches the
+            # wheels and builds those of the packages that have none (a site's sdist-only dependency).
+            log "the wheels of $requirements (pip wheel: a package without one is built here)"
             "${pip[@]}" wheel --quiet --wheel-dir "$wheels" -r "$REPO/$requirements" >&2 \
-                || fail "building the wheels of $requirements failed"
-            # This Python's micro version may differ from the image's: resolve again for the image's, with the
-            # wheels just built at hand (a dependency under a marker such as python_full_version <= "3.11.2").
-            "${download[@]}" --find-links "$wheels" -r "$REPO/$requirements" >&2 \
-                || fail "downloading the wheels of $requirements failed"
+                || fail "fetching or building the wheels of $requirements failed"
+            # This Python's micro version or glibc may differ from the image's: check offline that the wheelhouse
+            # resolves for the image's (a dependency under a marker such as python_full_version <= "3.11.2", a
+            # wheel for a newer glibc), else fetch what the image's needs.
+            if ! "${download[@]}" --no-index --find-links "$wheels" -r "$REPO/$requirements" >/dev/null 2>&1; then
+                log "resolving $requirements again for Python $py_full (glibc $py_glibc)"
+                "${download[@]}" --find-links "$wheels" -r "$REPO/$requirements" >&2 \
+                    || fail "downloading the wheels of $requirements failed"
+            fi
+        else
+            log "downloading the packages of $requirements"
+            "${download[@]}" -r "$REPO/$requirements" >&2 \
+                || fail "$requirements: some package may have no wheel, and $PYTHON ($host) is not the image's Python" \
+                    "($py_version $py_machine) to build it with: run with PYTHON=python$py_version"
         fi
     done
     echo "$deps_stamp" > "$wheels/.deps-stamp"

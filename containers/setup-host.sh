@@ -33,6 +33,7 @@
 #
 # Settings (environment variables): BASE, PREFIX, TAG, WHEELHOUSE, PYTHON (see containers/build.sh),
 # DOCKERD_TIMEOUT (seconds to wait for dockerd, default 60), WEBAPPS_IMAGE=0 (no web-apps image),
+# WEBAPPS_IMAGE_NICENESS (the background web-apps build's nice value, default 10: see containers/test-images.sh),
 # CORE_STATUS, CORE_LOG, IMAGES_STATUS and IMAGES_LOG (default ${AGENTGYM_CACHE:-~/.cache/agentgym}/
 # core-image.{status,log} and webapps-image.{status,log}).
 set -euo pipefail
@@ -156,6 +157,7 @@ if [ "$MODE" = --background-images ]; then
         # The tests' sampling settings pick the web-apps image's site (test-images.sh).
         as_root env CORE_STATUS="$CORE_STATUS" CORE_LOG="$CORE_LOG" IMAGES_STATUS="$IMAGES_STATUS" \
             IMAGES_LOG="$IMAGES_LOG" WEBAPPS_IMAGE="${WEBAPPS_IMAGE:-1}" ${BASE:+BASE="$BASE"} \
+            ${WEBAPPS_IMAGE_NICENESS:+WEBAPPS_IMAGE_NICENESS="$WEBAPPS_IMAGE_NICENESS"} \
             ${AGENTGYM_TEST_ROTATION:+AGENTGYM_TEST_ROTATION="$AGENTGYM_TEST_ROTATION"} \
             ${AGENTGYM_TEST_SAMPLE:+AGENTGYM_TEST_SAMPLE="$AGENTGYM_TEST_SAMPLE"} \
             setsid bash "$REPO/containers/test-images.sh" < /dev/null > /dev/null 2>&1 &

@@ -7,7 +7,9 @@
 #      when it is missing): the docker backend's and the docker sandbox's tests need it;
 #   2. the tests' web-apps image agentgym/webapps:tests (containers/webapps/build.sh): one site, in turn by the
 #      tests' rotation (tests/episodes.py: $AGENTGYM_TEST_ROTATION, else the UTC day), or every site with
-#      AGENTGYM_TEST_SAMPLE=all; WEBAPPS_IMAGE=0 leaves it out.
+#      AGENTGYM_TEST_SAMPLE=all; WEBAPPS_IMAGE=0 leaves it out. It runs at a lower CPU priority (nice
+#      $WEBAPPS_IMAGE_NICENESS, default 10): the tests need it only near their end, so it takes the CPU time the
+#      tests leave idle (waits on pages, sites and subprocesses) rather than slowing them down.
 #
 # Each build has a status file, "building PID" from the job's start, then "ok" or "failed EXIT", and a log:
 # $CORE_STATUS and $CORE_LOG, $IMAGES_STATUS and $IMAGES_LOG (defaults under ${AGENTGYM_CACHE:-~/.cache/agentgym}:
@@ -39,5 +41,6 @@ run_logged "$CORE_STATUS" "$CORE_LOG" bash "$REPO/containers/build.sh" core
 if [ "${WEBAPPS_IMAGE:-1}" != 0 ]; then
     sites="turn:${AGENTGYM_TEST_ROTATION:-$(($(date -u +%s) / 86400))}"
     [ "${AGENTGYM_TEST_SAMPLE:-}" != all ] || sites=all
-    run_logged "$IMAGES_STATUS" "$IMAGES_LOG" env SITES="$sites" TAG=tests bash "$REPO/containers/webapps/build.sh"
+    run_logged "$IMAGES_STATUS" "$IMAGES_LOG" nice -n "${WEBAPPS_IMAGE_NICENESS:-10}" \
+        env SITES="$sites" TAG=tests bash "$REPO/containers/webapps/build.sh"
 fi

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -167,7 +168,10 @@ def pytest_report_header() -> str:
 #: MiniWoB++'s are about 1,800 pages loaded): prepared by a background process from the session's start, so that
 #: the build overlaps the other tests instead of stalling the first test that makes the id. A test that makes one
 #: of these ids meanwhile waits on the family's own build lock. Output: ``$AGENTGYM_CACHE/tests-prepare.log``.
-#: The grounding source built in full is the run's one in turn (tests/episodes.py).
+#: The grounding source built in full is the run's one in turn (tests/episodes.py). The process and its browsers
+#: run at a lower CPU priority (nice :data:`BACKGROUND_NICENESS`): they take the CPU time the workers leave idle,
+#: and a worker that waits for them leaves them its core.
+BACKGROUND_NICENESS = 10
 _background_prepare: list[subprocess.Popen] = []
 #: Set for the processes a test session starts: a pytest session among them is nested in this one.
 NESTED_SESSION = "AGENTGYM_TESTS_SESSION"
@@ -190,6 +194,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         os.environ[NESTED_SESSION] = "1"
         CACHE.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, "-m", "agentgym.cli", "prepare"]
+        if shutil.which("nice"):
+            command = ["nice", "-n", str(BACKGROUND_NICENESS), *command]
         for env_id in background_prepare_ids():
             command += ["--env", env_id]
         with (CACHE / "tests-prepare.log").open("w") as log:
