@@ -164,42 +164,51 @@ def pytest_report_header() -> str:
     return f"agentgym sampling: rotation {rotation()} (AGENTGYM_TEST_ROTATION={rotation()} replays this run's sample)"
 
 
-#: Env data built once per machine and cached, minutes of work on a fresh one (a grounding source's screenshots:
-#: MiniWoB++'s are about 1,800 pages loaded): prepared by a background process from the session's start, so that
-#: the build overlaps the other tests instead of stalling the first test that makes the id. A test that makes one
-#: of these ids meanwhile waits on the family's own build lock. Output: ``$AGENTGYM_CACHE/tests-prepare.log``.
-#: The grounding source built in full is the run's one in turn (tests/episodes.py). The process and its browsers
-#: run at a lower CPU priority (nice :data:`BACKGROUND_NICENESS`): they take the CPU time the workers leave idle,
-#: and a worker that waits for them leaves them its core.
-BACKGROUND_NICENESS = 10
+#: What a new machine builds once and caches, minutes of work (a grounding source's screenshots: MiniWoB++'s are
+#: about 1,800 pages loaded; the web apps' five sites, installed from PyPI, seeded and started), prepared by
+#: background processes from the session's start (``agentgym prepare``), so that it overlaps the tests instead of
+#: stalling the first test that needs it; such a test meanwhile waits on the family's own lock. Output:
+#: ``$AGENTGYM_CACHE/tests-prepare-<name>.log``.
 _background_prepare: list[subprocess.Popen] = []
+#: The nice value of the ``data`` preparation: it and its browsers take the CPU time the workers leave idle, and a
+#: worker that waits for them leaves them its core.
+BACKGROUND_NICENESS = 10
 #: Set for the processes a test session starts: a pytest session among them is nested in this one.
 NESTED_SESSION = "AGENTGYM_TESTS_SESSION"
 
 
-def background_prepare_ids() -> list[str]:
-    """The ids whose data the session's background process prepares."""
+def background_prepares(whole_suite: bool) -> dict[str, tuple[int, list[str]]]:
+    """The session's background preparations, one process each: name -> (nice value, the ids it prepares in turn).
+
+    ``data``, at :data:`BACKGROUND_NICENESS`: the search world and the shop's catalog index (seconds of CPU each,
+    which the contract checks early in the run need), then every screenshot of the run's grounding source, in turn
+    (tests/episodes.py). ``sites``, a run of the whole suite only, at the normal priority, since the sites' servers
+    it starts serve every worker: the five web apps (``WebApps-v0``), whose installs mostly wait on downloads."""
     from episodes import grounding_sources_in_full
 
-    return [f"Grounding-{source}-v0" for source in grounding_sources_in_full()]
+    grounding = [f"Grounding-{source}-v0" for source in grounding_sources_in_full()]
+    prepares = {"data": (BACKGROUND_NICENESS, ["Search-v0", "WebShop-v0", *grounding])}
+    if whole_suite:
+        prepares["sites"] = (0, ["WebApps-v0"])
+    return prepares
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     from images import CACHE, CORE_BUILD
 
-    # The controller (or a run without xdist) starts the one background process; a session that a test runs inside
+    # The controller (or a run without xdist) starts the background processes; a session that a test runs inside
     # this one (the side venvs' cases: tests/test_verl.py, ...) inherits NESTED_SESSION and starts none, so the
-    # outer session's process and its log are the only ones.
+    # outer session's processes and their logs are the only ones.
     if not hasattr(session.config, "workerinput") and NESTED_SESSION not in os.environ:
         os.environ[NESTED_SESSION] = "1"
         CACHE.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "agentgym.cli", "prepare"]
-        if shutil.which("nice"):
-            command = ["nice", "-n", str(BACKGROUND_NICENESS), *command]
-        for env_id in background_prepare_ids():
-            command += ["--env", env_id]
-        with (CACHE / "tests-prepare.log").open("w") as log:
-            _background_prepare.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
+        whole_suite = session.config.args_source == pytest.Config.ArgsSource.TESTPATHS
+        for name, (niceness, env_ids) in background_prepares(whole_suite).items():
+            command = [sys.executable, "-m", "agentgym.cli", "prepare", *(f"--env={env_id}" for env_id in env_ids)]
+            if niceness and shutil.which("nice"):
+                command = ["nice", "-n", str(niceness), *command]
+            with (CACHE / f"tests-prepare-{name}.log").open("w") as log:
+                _background_prepare.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
     # The docker tests decide at collection whether agentgym/core exists: wait for its background build
     # (setup-host.sh --background-images) to end first; test_docker_backend.py fails with its log if it failed.
     CORE_BUILD.problem()
