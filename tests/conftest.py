@@ -182,14 +182,15 @@ def background_prepares(whole_suite: bool) -> dict[str, tuple[int, list[str]]]:
 
     ``data``, at :data:`BACKGROUND_NICENESS`: the search world and the shop's catalog index (seconds of CPU each,
     which the contract checks early in the run need), then every screenshot of the run's grounding source, in turn
-    (tests/episodes.py). ``sites``, a run of the whole suite only, at the normal priority, since the sites' servers
-    it starts serve every worker: the five web apps (``WebApps-v0``), whose installs mostly wait on downloads."""
+    (tests/episodes.py). ``installs``, a run of the whole suite only, at the normal priority, since the sites'
+    servers it starts serve every worker: the five web apps (``WebApps-v0``: installed, seeded and started), then
+    the SWE repositories' venvs (``SWE-v0``'s 28), installs from PyPI that mostly wait on downloads."""
     from episodes import grounding_sources_in_full
 
     grounding = [f"Grounding-{source}-v0" for source in grounding_sources_in_full()]
     prepares = {"data": (BACKGROUND_NICENESS, ["Search-v0", "WebShop-v0", *grounding])}
     if whole_suite:
-        prepares["sites"] = (0, ["WebApps-v0"])
+        prepares["installs"] = (0, ["WebApps-v0", "SWE-v0"])
     return prepares
 
 
