@@ -413,6 +413,21 @@ def test_memory_of_many_processes_together_hits_the_runs_memory_limit(bwrap_box:
     assert not group.path.exists()
 
 
+@pytest.mark.skipif(isinstance(memory_groups(), str), reason=f"no memory cgroups here: {memory_groups()}")
+def test_a_killed_run_has_no_process_left_when_it_returns(bwrap_box: Sandbox) -> None:
+    """Tried: four background writers past the wall limit, 10 times. Outcome: when each run returns, killed, its
+    sandbox's cgroup holds no process (the run waits for the sandbox's init, which ends after the rest; before,
+    every such run returned with its writers still alive, and one went on writing 10 MB into the work dir under
+    a fresh machine's load)."""
+    writers = "for i in 1 2 3 4; do (while :; do echo x >> f$i; done) & done; wait"
+    group = bwrap_box.memory_group
+    assert group is not None
+    for _ in range(10):
+        result = bwrap_box.run(writers, limits=TEST_LIMITS.replace(wall_s=0.3))
+        assert result.limit_hit == "wall", result
+        assert group.procs.read_text().split() == []
+
+
 def test_infinite_loop_hits_the_cpu_limit(box: Sandbox) -> None:
     """Tried: while True: pass. Outcome: SIGXCPU after cpu_s (1 s here), reported as cpu."""
     result = python(box, "while True:\n    pass", limits=TEST_LIMITS.replace(cpu_s=1))

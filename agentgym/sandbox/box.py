@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import queue
+import select
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
+import time
 import uuid
 import weakref
 from collections.abc import Mapping, Sequence
@@ -296,10 +299,7 @@ class Sandbox:
             close_fds=True,
         )
 
-        def kill() -> None:  # the whole group: setpriv/bwrap and the sandbox's init, which takes the rest
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-
+        kill = functools.partial(kill_sandbox, process)
         result = supervise(process, stdin, limits, kill, "bwrap", marker, DiskWatch(self.workdir, limits.disk_mb))
         # bwrap's own failures come before the timing shell started, so without its CPU report.
         if result.exit_code == 1 and result.cpu_s is None and result.stderr.startswith("bwrap: ") and not result.stdout:
@@ -383,6 +383,35 @@ class Sandbox:
     def __repr__(self) -> str:
         state = "closed" if self._closed else str(self.workdir)
         return f"Sandbox(backend={self.backend!r}, workdir={state!r})"
+
+
+def kill_sandbox(process: subprocess.Popen[bytes], gone_within_s: float = 10.0) -> None:
+    """SIGKILL the bwrap sandbox that ``process`` leads (its group: setpriv/bwrap and the sandbox's init, whose end
+    takes every other process in it), and wait until the init has ended, so that nothing of the run is left
+    writing to the work dir when this returns: bwrap itself ends at once, the init as soon as the kernel has
+    ended the rest (under load, a writer went on for another 10 MB before). Waits ``gone_within_s`` at most."""
+    inits = _children(process.pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    deadline = time.monotonic() + gone_within_s
+    for pidfd in inits:
+        try:
+            select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))  # readable once it has ended
+        finally:
+            os.close(pidfd)
+
+
+def _children(pid: int) -> list[int]:
+    """pidfds of ``pid``'s children (none where the kernel does not list them, or has no pidfds)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    pidfds = []
+    for child in children:
+        with contextlib.suppress(OSError, AttributeError):
+            pidfds.append(os.pidfd_open(int(child)))
+    return pidfds
 
 
 class _Spawner:

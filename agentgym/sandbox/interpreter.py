@@ -54,7 +54,7 @@ from typing import Any, Literal
 from agentgym.contract.core import InfrastructureError, InvalidAction, TextEnv
 from agentgym.contract.reply_text import fenced_blocks, last_action_line, strip_thinking
 from agentgym.contract.tools import Tool, load_tools
-from agentgym.sandbox.box import Sandbox
+from agentgym.sandbox.box import Sandbox, kill_sandbox
 from agentgym.sandbox.disk import DiskWatch
 from agentgym.sandbox.errors import SandboxError
 from agentgym.sandbox.limits import Limits
@@ -267,8 +267,7 @@ class Interpreter:
         process, self._process = self._process, None
         if process is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+        kill_sandbox(process)
         for stream in (process.stdin, process.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):
